@@ -1,0 +1,59 @@
+"""The ``skillmill`` command. Each command is a thin wrapper over a library call.
+
+Commands live in one module each and register on the group below; heavy imports
+(prefect, litellm) happen inside the commands that need them, so ``recall`` starts fast.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from pipeline import __version__, settings
+from pipeline.cli import _output
+from pipeline.errors import SkillmillError, UsageError
+
+
+class SkillmillGroup(click.Group):
+    """Turns skillmill's own errors into a message, a hint and an exit code; never a traceback."""
+
+    def invoke(self, ctx: click.Context) -> object:
+        try:
+            return super().invoke(ctx)
+        except UsageError as exc:
+            _output.fail(exc)
+            sys.exit(2)
+        except SkillmillError as exc:
+            _output.fail(exc)
+            sys.exit(1)
+        except (click.exceptions.Exit, click.exceptions.ClickException, click.exceptions.Abort, SystemExit):
+            raise
+        except Exception as exc:  # a bug: keep the traceback in a file, not on the user's screen
+            log = _output.save_traceback(exc)
+            _output.fail(SkillmillError(f"internal error: {type(exc).__name__}: {exc}",
+                                        hint=f"the traceback is in {log}; please report it"))
+            sys.exit(1)
+
+
+@click.group(cls=SkillmillGroup)
+@click.version_option(__version__, prog_name="skillmill")
+def main() -> None:
+    """Distill coding-agent sessions into reviewed Agent Skills, and recall them at task start.
+
+    \b
+    State lives in $SKILLMILL_HOME (default ~/.skillmill); the skill library in
+    $SKILLMILL_LIBRARY (default $SKILLMILL_HOME/skills). New skills are candidates:
+    nothing reaches an agent until a person approves it.
+    """
+    settings.apply_offline_env()
+
+
+def _register() -> None:
+    from pipeline.cli import formats, ingest, recall, run
+
+    for module in (run, ingest, recall, formats):
+        main.add_command(module.command)
+
+
+_register()

@@ -1,0 +1,66 @@
+"""Shared CLI output: results on stdout, diagnostics and progress on stderr."""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import click
+import orjson
+
+from pipeline import progress
+from pipeline.errors import SkillmillError
+
+
+def fail(error: SkillmillError) -> None:
+    click.secho(f"Error: {error.message}", fg="red", err=True)
+    if error.hint:
+        click.echo(f"  hint: {error.hint}", err=True)
+
+
+def save_traceback(exc: BaseException) -> Path:
+    import traceback
+
+    from pipeline import settings
+
+    path = settings.home() / "logs" / "last-error.txt"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(traceback.format_exception(exc)), encoding="utf-8")
+    return path
+
+
+def emit_json(data: Any) -> None:
+    click.echo(orjson.dumps(data, option=orjson.OPT_NON_STR_KEYS).decode())
+
+
+class _RichReporter:
+    def __init__(self) -> None:
+        from rich.console import Console
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+        self.progress = Progress(SpinnerColumn(), TextColumn("{task.description:<8}"), BarColumn(),
+                                 MofNCompleteColumn(), TimeElapsedColumn(),
+                                 console=Console(stderr=True), transient=True)
+
+    def start(self, name: str, total: int | None) -> object:
+        return self.progress.add_task(name, total=total)
+
+    def advance(self, handle: object, amount: int = 1) -> None:
+        self.progress.advance(handle, amount)  # type: ignore[arg-type]
+
+    def finish(self, handle: object) -> None:
+        self.progress.remove_task(handle)  # type: ignore[arg-type]
+
+
+@contextlib.contextmanager
+def progress_bar(enabled: bool = True) -> Iterator[None]:
+    """A progress bar on stderr while library code reports stages (only on a terminal)."""
+    if not enabled or not sys.stderr.isatty():
+        yield
+        return
+    reporter = _RichReporter()
+    with reporter.progress, progress.reporting(reporter):
+        yield

@@ -1,0 +1,1 @@
+"""DuckDB storage: the pipeline's state database and the published recall index."""

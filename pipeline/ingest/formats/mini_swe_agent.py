@@ -1,0 +1,178 @@
+"""mini-swe-agent trajectories: ``<instance>.traj.json``.
+
+Either ``{"info", "messages", "trajectory_format", "instance_id"}`` (v1 and v1.1) or a bare
+list of messages. Each assistant message holds one ```bash block; the next user message
+answers with ``<returncode>N</returncode><output>...</output>`` -- an explicit exit code.
+A SWE-bench ``report.json`` beside the file is an outcome label. See §4 of
+../shared/docs/trajectory-formats.md.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from pipeline.ingest.base import TrajectoryFormat
+from pipeline.ingest.reader import Probe, load_json
+from pipeline.ingest.report import FileReport
+from pipeline.trajectory import Outcome, Trajectory, TrajectoryBuilder
+
+# mini-swe-agent's own action regex; any fenced block only when no bash block exists.
+_BASH_BLOCK = re.compile(r"```bash\s*\n(.*?)\n```", re.S)
+_ANY_BLOCK = re.compile(r"```\w*\s*\n(.*?)\n```", re.S)
+_RETURNCODE = re.compile(r"<returncode>\s*(-?\d+)\s*</returncode>")
+_OUTPUT = re.compile(r"<output>\n?(.*?)</output>", re.S)
+_OUTPUT_HEAD = re.compile(r"<output_head>\n?(.*?)</output_head>.*?<output_tail>\n?(.*?)</output_tail>", re.S)
+_PR = re.compile(r"<pr_description>\s*(?:Consider the following PR description:\s*)?(.*?)</pr_description>", re.S)
+_ISSUE = re.compile(r"^Please solve this issue:\s*(.*?)(?:\n\nYou can execute bash commands|\Z)", re.S)
+_INSTANCE = re.compile(r"^(?P<owner>[\w.-]+?)__(?P<repo>[\w.-]+)-\d+$")
+
+
+class MiniSweAgent(TrajectoryFormat):
+    name = "mini-swe-agent"
+    agent = "mini-swe-agent"
+    description = "mini-swe-agent trajectories (.traj.json, v1 / v1.1, dict or bare message list)"
+    locations = ("<output dir>/<instance>/<instance>.traj.json",)
+    suffixes = (".json",)
+    priority = 5
+
+    def sniff(self, probe: Probe) -> bool:
+        text = probe.text
+        if probe.first_char == "{":
+            marked = '"mini_version"' in text or '"trajectory_format": "mini-swe-agent' in text
+            return marked and '"messages"' in text and len(probe.records) <= 1
+        if probe.first_char == "[":
+            return bool(re.match(r'\s*\[\s*\{\s*"role"\s*:\s*"system"', text)) and "<returncode>" in text
+        return False
+
+    def parse(self, path: Path, report: FileReport) -> Iterator[Trajectory]:
+        data = load_json(path, report)
+        if data is None:
+            return
+        if isinstance(data, list):
+            info: dict[str, Any] = {}
+            messages, instance_id = data, None
+        elif isinstance(data, dict) and isinstance(data.get("messages"), list):
+            info = data.get("info") if isinstance(data.get("info"), dict) else {}
+            messages, instance_id = data["messages"], data.get("instance_id")
+        else:
+            report.error("no 'messages' list: not a mini-swe-agent trajectory")
+            return
+        builder = TrajectoryBuilder(source_format=self.name, agent=self.agent, source_path=str(path))
+        _header(builder, info, instance_id, path)
+        for position, message in enumerate(messages):
+            if not isinstance(message, dict):
+                report.error(f"message {position} is not an object")
+                continue
+            _message(builder, message)
+        if not builder.steps:
+            report.error("the trajectory has no messages")
+            return
+        builder.outcome = _label(path, instance_id)
+        yield builder.build()
+
+
+def _header(builder: TrajectoryBuilder, info: dict[str, Any], instance_id: Any, path: Path) -> None:
+    config = info.get("config") if isinstance(info.get("config"), dict) else {}
+    model = config.get("model") if isinstance(config.get("model"), dict) else {}
+    env = config.get("environment") if isinstance(config.get("environment"), dict) else {}
+    instance = str(instance_id) if instance_id else _instance_from_name(path)
+    match = _INSTANCE.match(instance or "")
+    builder.set(model=model.get("model_name"), agent_version=info.get("mini_version"),
+                cwd=env.get("cwd"), session_id=instance,
+                repo=f"{match['owner']}/{match['repo']}" if match else None)
+
+
+def _instance_from_name(path: Path) -> str | None:
+    name = path.name
+    for suffix in (".traj.json", ".json"):
+        if name.endswith(suffix):
+            return name[: -len(suffix)]
+    return None
+
+
+def _message(builder: TrajectoryBuilder, message: dict[str, Any]) -> None:
+    role = message.get("role")
+    content = _content_text(message.get("content"))
+    extra = message.get("extra") if isinstance(message.get("extra"), dict) else {}
+    if role == "system":
+        return
+    if role == "assistant":
+        thought, commands = _split_action(content, extra)
+        if thought:
+            builder.assistant(thought)
+        for command in commands:
+            builder.call("bash", command=command)
+        return
+    if role == "exit":
+        return  # v1.1 terminal record: exit status and submission, already in ``info``
+    # user / tool: the task, an observation, a format error, or the final submission
+    code = _RETURNCODE.search(content)
+    if code and builder.steps:
+        builder.result(text=_observation(content), exit_code=int(code.group(1)))
+    elif builder.task is None and not any(s.kind == "user" for s in builder.steps):
+        builder.task = _task(content)
+        builder.user(content)
+    elif builder.has_open_call:  # the submission diff answers the submit command
+        builder.result(text=content, exit_code=0)
+    else:
+        builder.user(content, meta=True)  # format-error feedback from the harness, not a person
+
+
+def _content_text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(str(c.get("text", "")) if isinstance(c, dict) else str(c) for c in content)
+    return "" if content is None else orjson.dumps(content).decode()
+
+
+def _split_action(content: str, extra: dict[str, Any]) -> tuple[str, list[str]]:
+    actions = extra.get("actions")
+    if isinstance(actions, list) and actions:
+        commands = [str(a.get("command")) for a in actions if isinstance(a, dict) and a.get("command")]
+    else:
+        blocks = _BASH_BLOCK.findall(content) or _ANY_BLOCK.findall(content)[-1:]
+        commands = [m.strip() for m in blocks][:1]
+    thought = _BASH_BLOCK.sub("", content).strip()
+    thought = re.sub(r"^THOUGHT:\s*", "", thought)
+    return thought, commands
+
+
+def _observation(content: str) -> str:
+    head_tail = _OUTPUT_HEAD.search(content)
+    if head_tail:
+        return f"{head_tail.group(1)}\n[... output elided by the agent ...]\n{head_tail.group(2)}"
+    output = _OUTPUT.search(content)
+    return output.group(1) if output else _RETURNCODE.sub("", content).strip()
+
+
+def _task(content: str) -> str:
+    for pattern in (_PR, _ISSUE):
+        match = pattern.search(content)
+        if match and match.group(1).strip():
+            return match.group(1).strip()
+    return content.strip()
+
+
+def _label(path: Path, instance_id: Any) -> Outcome | None:
+    """The SWE-bench harness verdict beside the trajectory, if there is one."""
+    name = path.name.removesuffix(".traj.json").removesuffix(".json")
+    for candidate in (path.with_name(f"{name}.report.json"), path.with_name("report.json")):
+        if not candidate.is_file():
+            continue
+        try:
+            report = orjson.loads(candidate.read_bytes())
+        except (orjson.JSONDecodeError, OSError):
+            continue
+        if isinstance(report, dict) and instance_id in report and isinstance(report[instance_id], dict):
+            report = report[instance_id]
+        if isinstance(report, dict) and isinstance(report.get("resolved"), bool):
+            status = "resolved" if report["resolved"] else "failed"
+            return Outcome(status=status, source="label",
+                           evidence=f"SWE-bench report {candidate.name}: resolved={report['resolved']}")
+    return None

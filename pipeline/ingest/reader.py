@@ -1,0 +1,128 @@
+"""Bounded, forgiving readers: a bad line is reported and skipped, never fatal.
+
+Lines are read with a length cap, so a 64 MiB line or a file of NULs costs bounded memory.
+orjson parses iteratively (no recursion), so deeply nested JSON fails cleanly.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from pipeline.ingest.report import FileReport
+
+#: Longest JSONL line we parse; longer ones are skipped in chunks and reported.
+MAX_LINE_BYTES = 16 * 1024 * 1024
+#: Largest single-document JSON file we load whole.
+MAX_JSON_BYTES = 256 * 1024 * 1024
+#: Bytes read from the start of a file to detect its format.
+PROBE_BYTES = 64 * 1024
+_CHUNK = 1024 * 1024
+
+
+def _loads(raw: bytes, report: FileReport, line: int | None) -> Any:
+    try:
+        return orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        if "utf-8" not in str(exc).lower():
+            raise
+    # Invalid UTF-8 inside otherwise good JSON: keep the record, say what was replaced.
+    report.error("invalid UTF-8 bytes replaced with U+FFFD", line)
+    return orjson.loads(raw.decode("utf-8", errors="replace").encode())
+
+
+def iter_jsonl(path: Path, report: FileReport) -> Iterator[tuple[int, Any]]:
+    """Yield ``(line_number, record)`` for every line that parses; report the others."""
+    with path.open("rb") as handle:
+        number = 0
+        while True:
+            raw = handle.readline(MAX_LINE_BYTES + 1)
+            if not raw:
+                return
+            number += 1
+            if len(raw) > MAX_LINE_BYTES and not raw.endswith(b"\n"):
+                skipped = len(raw) + _skip_to_newline(handle)
+                report.error(f"line of {skipped} bytes is longer than the {MAX_LINE_BYTES}-byte limit; skipped",
+                             number)
+                continue
+            stripped = raw.strip()
+            if not stripped:
+                continue
+            try:
+                yield number, _loads(stripped, report, number)
+            except orjson.JSONDecodeError as exc:
+                truncated = not raw.endswith(b"\n")
+                reason = "truncated last line (file still being written?)" if truncated else f"invalid JSON: {exc}"
+                report.error(reason, number)
+
+
+def _skip_to_newline(handle: Any) -> int:
+    skipped = 0
+    while True:
+        chunk = handle.readline(_CHUNK)
+        skipped += len(chunk)
+        if not chunk or chunk.endswith(b"\n"):
+            return skipped
+
+
+def load_json(path: Path, report: FileReport) -> Any | None:
+    """Load a single-document JSON file; None (with the reason reported) when it cannot be."""
+    size = path.stat().st_size
+    if size > MAX_JSON_BYTES:
+        report.error(f"file of {size} bytes is larger than the {MAX_JSON_BYTES}-byte limit for JSON documents")
+        return None
+    try:
+        return _loads(path.read_bytes(), report, None)
+    except orjson.JSONDecodeError as exc:
+        report.error(f"invalid JSON: {exc}")
+        return None
+
+
+@dataclass
+class Probe:
+    """The start of a file, for content-based format detection."""
+
+    path: Path
+    head: bytes
+    records: list[Any] = field(default_factory=list)
+    document: Any = None
+
+    @property
+    def text(self) -> str:
+        return self.head.decode("utf-8", errors="replace")
+
+    @property
+    def first_char(self) -> str:
+        stripped = self.head.lstrip()
+        return chr(stripped[0]) if stripped else ""
+
+    @classmethod
+    def read(cls, path: Path) -> Probe:
+        with path.open("rb") as handle:
+            head = handle.read(PROBE_BYTES)
+        probe = cls(path=path, head=head)
+        if head.lstrip()[:1] == b"{" or head.lstrip()[:1] == b"[":
+            probe.records = _first_records(head)
+            if len(head) < PROBE_BYTES:
+                try:
+                    probe.document = orjson.loads(head)
+                except orjson.JSONDecodeError:
+                    probe.document = None
+        return probe
+
+
+def _first_records(head: bytes, limit: int = 8) -> list[Any]:
+    records: list[Any] = []
+    for line in head.split(b"\n")[:limit]:
+        line = line.strip()
+        if not line:
+            continue
+        try:
+            records.append(orjson.loads(line))
+        except orjson.JSONDecodeError:
+            continue
+    return records

@@ -1,0 +1,75 @@
+"""The run summary: what ``skillmill run --json`` prints last, and what ``runs`` stores."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, Field
+
+from pipeline.ingest.report import FileReport
+
+EXIT_OK = 0
+EXIT_PARTIAL = 1
+EXIT_USAGE = 2
+
+
+class TrajectoryCounts(BaseModel):
+    seen: int = 0
+    new: int = 0
+    failed: int = 0
+
+
+class SkillCounts(BaseModel):
+    proposed: int = 0
+    updated: int = 0
+    unchanged: int = 0
+
+
+class FileCounts(BaseModel):
+    seen: int = 0
+    ok: int = 0
+    partial: int = 0
+    failed: int = 0
+    skipped: int = 0
+
+
+class RunError(BaseModel):
+    path: str | None = None
+    line: int | None = None
+    reason: str
+
+
+class NothingReusable(BaseModel):
+    trajectory: str
+    reason: str
+
+
+class RunSummary(BaseModel):
+    run_id: str = ""
+    trajectories: TrajectoryCounts = Field(default_factory=TrajectoryCounts)
+    skills: SkillCounts = Field(default_factory=SkillCounts)
+    files: FileCounts = Field(default_factory=FileCounts)
+    nothing_reusable: list[NothingReusable] = Field(default_factory=list)
+    written: list[str] = Field(default_factory=list, description="Skills created or changed by this run.")
+    library: str = ""
+    errors: list[RunError] = Field(default_factory=list)
+    duration_s: float = 0.0
+
+    def add_file(self, report: FileReport) -> None:
+        self.files.seen += 1
+        setattr(self.files, report.status, getattr(self.files, report.status) + 1)
+        if report.status in ("failed", "partial"):
+            for error in report.errors:
+                self.errors.append(RunError(path=report.path, line=error.line, reason=error.reason))
+            if report.errors_dropped:
+                self.errors.append(RunError(path=report.path, reason=f"... and {report.errors_dropped} more"))
+        if report.status == "failed":
+            self.trajectories.failed += 1
+
+    @property
+    def exit_code(self) -> int:
+        return EXIT_PARTIAL if (self.files.failed or self.files.partial or self.trajectories.failed) else EXIT_OK
+
+    def contract(self) -> dict:
+        """The JSON line ``skillmill run --json`` ends with."""
+        data = self.model_dump()
+        data["exit_code"] = self.exit_code
+        return data

@@ -1,0 +1,134 @@
+"""Append steps in order; calls and results pair themselves; ``build()`` derives the rest.
+
+Format plugins only translate their records into builder calls, so pairing, truncation,
+task selection and the content id are written once.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from pipeline.trajectory.model import Outcome, Step, StepKind, Trajectory, clip
+
+
+def parse_time(value: Any) -> datetime | None:
+    """ISO-8601 strings (with ``Z``) or epoch seconds / milliseconds; None when unreadable."""
+    if value is None or value == "":
+        return None
+    try:
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            seconds = value / 1000 if value > 1e11 else value
+            return datetime.fromtimestamp(seconds, tz=UTC)
+        if isinstance(value, str):
+            parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
+            return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+    except (ValueError, OverflowError, OSError):
+        return None
+    return None
+
+
+class TrajectoryBuilder:
+    """Collects steps of one session; keeps the header fields in ``fields``."""
+
+    def __init__(self, *, source_format: str, agent: str, source_path: str = "") -> None:
+        self.fields: dict[str, Any] = {
+            "source_format": source_format,
+            "agent": agent,
+            "source_path": source_path,
+        }
+        self.steps: list[Step] = []
+        self._open_calls: dict[str, int] = {}
+        self.task: str | None = None
+        self.outcome: Outcome | None = None
+
+    # -- header -----------------------------------------------------------------------
+    def set(self, **fields: Any) -> None:
+        """Set header fields; the first non-empty value wins (sessions repeat them per line)."""
+        for key, value in fields.items():
+            if value not in (None, "") and self.fields.get(key) in (None, ""):
+                self.fields[key] = value
+
+    # -- steps ------------------------------------------------------------------------
+    def _add(self, kind: StepKind, text: str, timestamp: Any, **extra: Any) -> int:
+        clipped, size = clip(text or "")
+        step = Step(index=len(self.steps), kind=kind, timestamp=parse_time(timestamp),
+                    text=clipped, text_size=size, **extra)
+        self.steps.append(step)
+        return step.index
+
+    def user(self, text: str, *, timestamp: Any = None, meta: bool = False, sidechain: bool = False) -> int:
+        return self._add(StepKind.USER, text, timestamp, meta=meta, sidechain=sidechain)
+
+    def assistant(self, text: str, *, timestamp: Any = None, sidechain: bool = False) -> int:
+        return self._add(StepKind.ASSISTANT, text, timestamp, sidechain=sidechain)
+
+    def call(self, tool: str, *, call_id: str | None = None, text: str = "", command: str | None = None,
+             paths: list[str] | None = None, diff: str | None = None, timestamp: Any = None,
+             sidechain: bool = False) -> int:
+        if diff is not None:
+            diff, _ = clip(diff)
+        index = self._add(StepKind.TOOL_CALL, text or command or "", timestamp, tool=tool, call_id=call_id,
+                          command=command, paths=list(dict.fromkeys(paths or [])), diff=diff,
+                          sidechain=sidechain)
+        self._open_calls[call_id or f"#{index}"] = index
+        return index
+
+    def result(self, *, call_id: str | None = None, text: str = "", exit_code: int | None = None,
+               is_error: bool | None = None, timestamp: Any = None, sidechain: bool = False) -> int:
+        """Record a tool result; without ``call_id`` it pairs with the latest unanswered call."""
+        key = call_id if call_id is not None else self._latest_open_key()
+        call_index = self._open_calls.pop(key, None) if key is not None else None
+        tool = self.steps[call_index].tool if call_index is not None else None
+        if is_error is None and exit_code is not None:
+            is_error = exit_code != 0
+        index = self._add(StepKind.TOOL_RESULT, text, timestamp, tool=tool, call_id=call_id,
+                          exit_code=exit_code, is_error=is_error, call_index=call_index,
+                          sidechain=sidechain)
+        if call_index is not None:
+            self.steps[call_index].result_index = index
+        return index
+
+    @property
+    def has_open_call(self) -> bool:
+        return bool(self._open_calls)
+
+    def _latest_open_key(self) -> str | None:
+        return next(reversed(self._open_calls), None) if self._open_calls else None
+
+    def amend_result(self, call_id: str, *, exit_code: int | None = None, is_error: bool | None = None,
+                     paths: list[str] | None = None, diff: str | None = None) -> bool:
+        """Late facts about a call (e.g. an exit code reported by a separate event)."""
+        for step in reversed(self.steps):
+            if step.call_id != call_id:
+                continue
+            if step.kind is StepKind.TOOL_RESULT:
+                if exit_code is not None:
+                    step.exit_code = exit_code
+                    step.is_error = exit_code != 0 if is_error is None else is_error
+                elif is_error is not None:
+                    step.is_error = is_error
+            if step.kind is StepKind.TOOL_CALL:
+                if paths:
+                    step.paths = list(dict.fromkeys([*step.paths, *paths]))
+                if diff and not step.diff:
+                    step.diff = clip(diff)[0]
+                return True
+        return False
+
+    # -- result -----------------------------------------------------------------------
+    def build(self) -> Trajectory:
+        stamps = [s.timestamp for s in self.steps if s.timestamp is not None]
+        fields = dict(self.fields)
+        fields.setdefault("started_at", min(stamps) if stamps else None)
+        fields.setdefault("ended_at", max(stamps) if stamps else None)
+        if fields.get("started_at") is None and stamps:
+            fields["started_at"] = min(stamps)
+        if fields.get("ended_at") is None and stamps:
+            fields["ended_at"] = max(stamps)
+        task = self.task or next(
+            (s.text for s in self.steps if s.kind is StepKind.USER and not s.meta and s.text.strip()), None)
+        if task is not None:
+            task = clip(task.strip())[0]
+        return Trajectory(**fields, task=task, steps=self.steps,
+                          outcome=self.outcome or Outcome()).with_id()

@@ -1,0 +1,198 @@
+"""What a tool call does: test, build, lint, install, edit, explore ...
+
+Agents run shell commands (``Bash``, mini-swe-agent's bash blocks, Codex ``exec_command``)
+and call file tools (``Edit``, ``Write``, ``apply_patch``). Outcome inference and both
+distillers classify them the same way, through this module.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from dataclasses import dataclass
+from enum import StrEnum
+
+from pipeline.trajectory.model import Step
+
+
+class Purpose(StrEnum):
+    TEST = "test"
+    BUILD = "build"
+    LINT = "lint"
+    INSTALL = "install"
+    EDIT = "edit"
+    RUN = "run"
+    EXPLORE = "explore"
+    VCS = "vcs"
+    SUBMIT = "submit"
+    OTHER = "other"
+
+
+#: Purposes whose success says something about the project's health.
+CHECKS = frozenset({Purpose.TEST, Purpose.BUILD, Purpose.LINT})
+
+_FILE_TOOLS_EDIT = {"edit", "multiedit", "write", "notebookedit", "str_replace_editor", "apply_patch",
+                    "replace", "write_file", "create", "edit_file", "str_replace_based_edit_tool"}
+_FILE_TOOLS_READ = {"read", "glob", "grep", "ls", "view", "read_file", "list_directory", "search_file_content",
+                    "glob_files", "find_file", "search_dir", "search_file", "open", "goto", "scroll_down",
+                    "scroll_up", "find", "webfetch", "websearch"}
+_SHELL_TOOLS = {"bash", "shell", "exec_command", "run_shell_command", "execute_bash", "local_shell_call",
+                "run", "terminal", "cmd", "execute_command"}
+
+_TEST = re.compile(
+    r"(^|[\s/])(py\.?test|pytest|tox|nox|runtests\.py|unittest|jest|vitest|mocha|rspec|phpunit|ctest|"
+    r"go\s+test|cargo\s+(nextest|test)|mvn\s+(-\S+\s+)*(test|verify)|gradlew?\s+(\S+\s+)*test|"
+    r"(npm|pnpm|yarn|bun)\s+(run\s+)?test(:\S+)?|make\s+(\S+\s+)*(test|check)\b|manage\.py\s+test|"
+    r"bin/test|playwright\s+test|deno\s+test|dotnet\s+test|swift\s+test|mix\s+test)(\s|$|[;:&|])")
+_LINT = re.compile(
+    r"(^|[\s/])(ruff|flake8|pylint|mypy|pyright|eslint|prettier\s+(--check|-c)|black\s+(--check|--diff)|"
+    r"isort\s+(--check|-c)|golangci-lint|cargo\s+(clippy|fmt\s+--check)|shellcheck|stylelint|"
+    r"(npm|pnpm|yarn|bun)\s+(run\s+)?(lint|typecheck|type-check|format:check)|tsc\s+(\S+\s+)*--noEmit|"
+    r"pre-commit\s+run|biome\s+(check|lint)|rubocop|gofmt\s+-l|go\s+vet)(\s|$|[;:&|])")
+_BUILD = re.compile(
+    r"(^|[\s/])((npm|pnpm|yarn|bun)\s+(run\s+)?(build|compile)|tsc|cargo\s+(build|check)|go\s+build|"
+    r"mvn\s+(\S+\s+)*(package|compile|install)|gradlew?\s+(\S+\s+)*(build|assemble)|make(\s|$)|cmake|"
+    r"python3?\s+setup\.py\s+(build|develop|build_ext)|python3?\s+-m\s+build|docker\s+build|"
+    r"dotnet\s+build|swift\s+build|next\s+build|vite\s+build|webpack)(\s|$|[;:&|])")
+_INSTALL = re.compile(
+    r"(^|[\s/])(pip3?\s+install|python3?\s+-m\s+pip\s+install|uv\s+(pip\s+install|sync|add)|poetry\s+(install|add)|"
+    r"(npm|pnpm|yarn|bun)\s+(install|i|ci|add)|conda\s+install|mamba\s+install|apt(-get)?\s+install|"
+    r"brew\s+install|cargo\s+(add|install)|go\s+(get|mod\s+(tidy|download))|gem\s+install|bundle\s+install|"
+    r"pipx\s+install)(\s|$)")
+_VCS = re.compile(r"^git\s+(add|commit|checkout|switch|branch|merge|rebase|push|pull|stash|reset|restore|cherry-pick|tag)\b")
+_EXPLORE = re.compile(
+    r"^(ls|find|grep|egrep|rg|ag|cat|head|tail|nl|wc|tree|pwd|which|file|stat|du|echo|printf|"
+    r"git\s+(status|log|diff|show|blame|grep|ls-files|rev-parse)|sed\s+-n|awk|sort|uniq|jq|less|more|type|env|"
+    r"python3?\s+(-V|--version)|pip3?\s+(show|list|freeze)|npm\s+(ls|list|view)|cd|realpath|dirname|basename|"
+    r"xargs\s+(grep|cat|ls))\b")
+_EDIT_SHELL = re.compile(r"^(sed\s+(-\S*i|--in-place)|perl\s+-\S*i|patch\b|git\s+apply\b|tee\b|touch\b|mkdir\b|"
+                         r"mv\b|cp\b|rm\b|ed\b|truncate\b)")
+_REDIRECT_TARGET = re.compile(r"(?<![0-9&<])>>?\s*([^\s;&|<>]+)")
+_SUBMIT = re.compile(r"(COMPLETE_TASK_AND_SUBMIT|MINI_SWE_AGENT_FINAL_OUTPUT|^submit\b)")
+_SEGMENT_SPLIT = re.compile(r"\s*(?:&&|\|\||;)\s*")
+_ENV_PREFIX = re.compile(r"^(\w+=\S*\s+)+")
+
+
+@dataclass(frozen=True)
+class Action:
+    """A tool call, understood."""
+
+    purpose: Purpose
+    command: str | None
+    paths: tuple[str, ...]
+
+
+def first_line(command: str) -> str:
+    """The command line itself, without a heredoc body."""
+    return command.strip().split("\n", 1)[0].strip()
+
+
+def segments(command: str) -> list[str]:
+    """``cd x && pytest -q || true`` -> ``['pytest -q']``: the parts that do something."""
+    line = first_line(command)
+    parts = [_ENV_PREFIX.sub("", p.strip()) for p in _SEGMENT_SPLIT.split(line) if p.strip()]
+    useful = [p for p in parts if not re.match(r"^(cd|source|\.|export|set|true|false|sleep)\b", p)]
+    return useful or parts
+
+
+#: When segments disagree, the most telling purpose wins: ``sed -i ... && pytest`` is a test run.
+_PRIORITY = (Purpose.TEST, Purpose.LINT, Purpose.BUILD, Purpose.INSTALL, Purpose.EDIT, Purpose.RUN,
+             Purpose.VCS, Purpose.EXPLORE, Purpose.OTHER)
+_WRITERS = re.compile(r"^(cat|echo|printf|tee)\b")
+
+
+def segment_purpose(segment: str) -> Purpose:
+    """Classify one segment of a command line (no ``&&`` / ``;`` inside)."""
+    head = segment.split("|", 1)[0].strip()
+    if _WRITERS.match(head) and _writes_file(segment):
+        return Purpose.EDIT
+    if _EDIT_SHELL.match(head):
+        return Purpose.EDIT
+    if _EXPLORE.match(head):
+        return Purpose.EXPLORE
+    for purpose, pattern in ((Purpose.TEST, _TEST), (Purpose.LINT, _LINT), (Purpose.BUILD, _BUILD),
+                             (Purpose.INSTALL, _INSTALL)):
+        if pattern.search(head):
+            return purpose
+    if _VCS.match(head):
+        return Purpose.VCS
+    if re.match(r"^(python3?|node|ruby|go\s+run|bash|sh|deno\s+run|npx|\./)", head):
+        return Purpose.RUN
+    return Purpose.OTHER
+
+
+def shell_purpose(command: str) -> Purpose:
+    """Classify a shell command by its most telling segment."""
+    if _SUBMIT.search(command):
+        return Purpose.SUBMIT
+    found = {segment_purpose(seg) for seg in segments(command)}
+    return next((p for p in _PRIORITY if p in found), Purpose.OTHER)
+
+
+def _writes_file(line: str) -> bool:
+    return any(not t.startswith("/dev/") for t in _REDIRECT_TARGET.findall(first_line(line)))
+
+
+def edited_paths(command: str) -> list[str]:
+    """Files a shell command writes: redirection targets and the file operands of ``sed -i``."""
+    line = first_line(command)
+    paths = [t for t in _REDIRECT_TARGET.findall(line) if not t.startswith("/dev/")]
+    for seg in segments(command):
+        if re.match(r"^(sed|perl)\s", seg):
+            # A multi-line sed script spans lines: read the whole command, not just the first line.
+            text = command.strip() if seg == segments(command)[-1] and "\n" in command else seg
+            try:
+                words = shlex.split(text)
+            except ValueError:
+                continue
+            words = words[: next((i for i, w in enumerate(words) if w in ("&&", "||", ";", "|")), len(words))]
+            operands: list[str] = []
+            script_given = False
+            skip = False
+            for word in words[1:]:
+                if skip:
+                    skip = False
+                elif word in ("-e", "--expression", "-f", "--file"):
+                    script_given = skip = True
+                elif not word.startswith("-"):
+                    operands.append(word)
+            paths.extend(operands if script_given else operands[1:])
+    return list(dict.fromkeys(p.strip("'\"") for p in paths if p and "\n" not in p))
+
+
+def classify(step: Step) -> Action:
+    """What a tool call step does. Non-call steps are OTHER."""
+    tool = (step.tool or "").lower().split(".")[-1]
+    if step.command:
+        purpose = shell_purpose(step.command)
+        paths = tuple(edited_paths(step.command)) if purpose is Purpose.EDIT else tuple(step.paths)
+        return Action(purpose, step.command, paths or tuple(step.paths))
+    if tool in _FILE_TOOLS_EDIT or step.diff:
+        return Action(Purpose.EDIT, None, tuple(step.paths))
+    if tool in _FILE_TOOLS_READ:
+        return Action(Purpose.EXPLORE, None, tuple(step.paths))
+    if tool == "submit":
+        return Action(Purpose.SUBMIT, None, ())
+    return Action(Purpose.OTHER, None, tuple(step.paths))
+
+
+def is_shell_tool(name: str | None) -> bool:
+    return (name or "").lower() in _SHELL_TOOLS
+
+
+_TAGS = re.compile(r"</?(tool_use_error|error|output|stderr|stdout)>")
+ERROR_LINE = re.compile(
+    r"^\s*((?:[A-Za-z_][\w.]*)?(?:Error|Exception|Exit|Failure|Warning)\b[:\s].*|"
+    r"(?:error|fatal|FAILED|ERROR)\b[:\s].*|.*(?:command not found|No such file or directory|"
+    r"Permission denied|not recognized as|cannot find module|Cannot find module|ModuleNotFoundError).*)$",
+    re.MULTILINE)
+
+
+def error_signature(text: str) -> str | None:
+    """The line of tool output that names the error (the last one that looks like it)."""
+    text = _TAGS.sub("", text or "")
+    matches = [m.group(0).strip() for m in ERROR_LINE.finditer(text)]
+    matches = [m for m in matches if len(m) > 3]
+    if not matches:
+        return None
+    return matches[-1][:240]
