@@ -46,8 +46,7 @@ class WriteOutcome:
                 summary.skills.updated += 1
             else:
                 summary.skills.unchanged += 1
-            if result != "unchanged":
-                summary.written.append(name)
+            (summary.written if result != "unchanged" else summary.unchanged).append(name)
 
 
 def store_trajectories(state: StateDB, trajectories: list[Trajectory]) -> set[str]:

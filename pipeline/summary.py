@@ -49,6 +49,7 @@ class RunSummary(BaseModel):
     files: FileCounts = Field(default_factory=FileCounts)
     nothing_reusable: list[NothingReusable] = Field(default_factory=list)
     written: list[str] = Field(default_factory=list, description="Skills created or changed by this run.")
+    unchanged: list[str] = Field(default_factory=list, description="Skills this run produced again, identical.")
     library: str = ""
     errors: list[RunError] = Field(default_factory=list)
     duration_s: float = 0.0

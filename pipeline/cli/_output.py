@@ -39,7 +39,14 @@ def emit_json(data: Any) -> None:
 class _RichReporter:
     def __init__(self) -> None:
         from rich.console import Console
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            SpinnerColumn,
+            TextColumn,
+            TimeElapsedColumn,
+        )
 
         self.progress = Progress(SpinnerColumn(), TextColumn("{task.description:<8}"), BarColumn(),
                                  MofNCompleteColumn(), TimeElapsedColumn(),

@@ -53,6 +53,8 @@ def _print(result: dict) -> None:
          f"-> {result['library']}")
     for name in result["written"]:
         echo(f"  + {name}")
+    for name in result["unchanged"]:
+        echo(f"  = {name}")
     if result["nothing_reusable"]:
         echo(f"Nothing reusable in {len(result['nothing_reusable'])} trajectories:")
         for item in result["nothing_reusable"]:

@@ -10,12 +10,13 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from pipeline.distill.abstraction import Abstractor
 from pipeline.distill.analysis import Analysis, Event, Fix, analyze, template
 from pipeline.distill.facts import RepoFact, repo_facts
 from pipeline.distill.naming import describe_task, skill_name, task_title
 from pipeline.library.model import Evidence, Item, Pitfall, Skill, SourceRef
 from pipeline.trajectory import Trajectory
-from pipeline.trajectory.commands import CHECKS, Purpose
+from pipeline.trajectory.commands import CHECKS, Purpose, error_signature
 
 NAME = "heuristic"
 #: Bump when the output for the same trajectory changes, so stored results are redone.
@@ -116,7 +117,7 @@ def _procedure(analysis: Analysis) -> list[Item]:
                               evidence=_ev(t, [s for e in reads for s in e.steps])))
     repro = _reproduction(analysis, first_edit)
     if repro is not None:
-        items.append(Item(text=f"Reproduce the problem before changing code{_symptom(repro)}.",
+        items.append(Item(text=f"Reproduce the problem before changing code{_symptom(repro, analysis.abstract)}.",
                           command=repro.command, evidence=_ev(t, repro.steps)))
     for setup in _collapse([e for e in analysis.of(Purpose.INSTALL) if e.ok]):
         items.append(Item(text="Set up the environment.", command=setup[0].command,
@@ -159,16 +160,13 @@ def _has_error(text: str) -> bool:
     return bool(re.search(r"\b\w*(Error|Exception)\b|Traceback|FAILED|AssertionError", text))
 
 
-def _symptom(event: Event) -> str:
+def _symptom(event: Event, abstract: Abstractor) -> str:
+    """The error a reproduction showed: its own failure, or an error it printed and caught."""
     error = event.error
     if error is None and event.result is not None:
-        match = re.search(r"^.*\b\w*(Error|Exception)\b.*$", event.result.text, re.M)
-        error = analysis_line(match.group(0)) if match else None
+        found = error_signature(event.result.text)
+        error = abstract(" ".join(found.split())[:160]) if found else None
     return f"; it shows `{error}`" if error else ""
-
-
-def analysis_line(text: str) -> str:
-    return " ".join(text.split())[:160]
 
 
 def _change_summary(diffs: list[str | None]) -> str:

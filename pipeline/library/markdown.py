@@ -115,8 +115,8 @@ def render(skill: Skill) -> str:
         if key == "metadata":
             lines.append("metadata:")
             lines.extend(f"  {k}: {_quote(v)}" for k, v in value.items())
-        elif key == "name":
-            lines.append(f"name: {value}")
+        elif key == "name":  # plain unless YAML would read it as something else ("0", "true", "null")
+            lines.append(f"name: {value}" if yaml.safe_load(value) == value else f"name: {_quote(value)}")
         else:
             lines.append(f"{key}: {_quote(_one_line(value))}")
     lines += ["---", ""]
@@ -181,7 +181,7 @@ def parse(text: str, path: str | None = None) -> Skill:
     meta = {str(k): "" if v is None else str(v) for k, v in raw_meta.items()}
     generated = meta.get("generator") == GENERATOR
     fields: dict[str, Any] = {
-        "name": str(data.get("name") or ""),
+        "name": "" if data.get("name") is None else str(data["name"]),
         "description": _one_line(str(data.get("description") or "")),
         "license": _opt(data.get("license")),
         "compatibility": _opt(data.get("compatibility")),

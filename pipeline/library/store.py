@@ -49,7 +49,7 @@ class StoredSkill:
 
 class Library:
     def __init__(self, root: Path) -> None:
-        self.root = Path(root)
+        self.root = Path(root).expanduser().absolute()  # paths in the index must not depend on the cwd
 
     def folder(self, name: str, status: SkillStatus) -> Path:
         sub = STATUS_DIRS[status]

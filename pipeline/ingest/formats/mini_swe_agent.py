@@ -29,6 +29,7 @@ _OUTPUT = re.compile(r"<output>\n?(.*?)</output>", re.S)
 _OUTPUT_HEAD = re.compile(r"<output_head>\n?(.*?)</output_head>.*?<output_tail>\n?(.*?)</output_tail>", re.S)
 _PR = re.compile(r"<pr_description>\s*(?:Consider the following PR description:\s*)?(.*?)</pr_description>", re.S)
 _ISSUE = re.compile(r"^Please solve this issue:\s*(.*?)(?:\n\nYou can execute bash commands|\Z)", re.S)
+_SUBMIT = re.compile(r"COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT|MINI_SWE_AGENT_FINAL_OUTPUT")
 _INSTANCE = re.compile(r"^(?P<owner>[\w.-]+?)__(?P<repo>[\w.-]+)-\d+$")
 
 
@@ -117,8 +118,8 @@ def _message(builder: TrajectoryBuilder, message: dict[str, Any]) -> None:
     elif builder.task is None and not any(s.kind == "user" for s in builder.steps):
         builder.task = _task(content)
         builder.user(content)
-    elif builder.has_open_call:  # the submission diff answers the submit command
-        builder.result(text=content, exit_code=0)
+    elif builder.has_open_call and _SUBMIT.search(builder.steps[-1].command or ""):
+        builder.result(text=content, exit_code=0)  # the submitted diff answers the submit command
     else:
         builder.user(content, meta=True)  # format-error feedback from the harness, not a person
 
@@ -136,8 +137,10 @@ def _split_action(content: str, extra: dict[str, Any]) -> tuple[str, list[str]]:
     if isinstance(actions, list) and actions:
         commands = [str(a.get("command")) for a in actions if isinstance(a, dict) and a.get("command")]
     else:
-        blocks = _BASH_BLOCK.findall(content) or _ANY_BLOCK.findall(content)[-1:]
-        commands = [m.strip() for m in blocks][:1]
+        # The harness runs a message's action only when it holds exactly one block;
+        # otherwise it answers with a format error and nothing is executed.
+        blocks = _BASH_BLOCK.findall(content) or _ANY_BLOCK.findall(content)
+        commands = [blocks[0].strip()] if len(blocks) == 1 else []
     thought = _BASH_BLOCK.sub("", content).strip()
     thought = re.sub(r"^THOUGHT:\s*", "", thought)
     return thought, commands

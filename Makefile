@@ -1,0 +1,39 @@
+# The two commands a new user runs: `make run` and `make test`.
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+DEMO_HOME := $(CURDIR)/.skillmill/demo
+QUERY ?= django test fails after changing a model field
+
+.PHONY: run test lint schemas clean
+
+$(BIN)/skillmill: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[test]'
+	@touch $@
+
+## run: distill the sample sessions in samples/ into skills/ and recall from them (offline)
+run: $(BIN)/skillmill
+	@rm -rf $(DEMO_HOME)
+	SKILLMILL_HOME=$(DEMO_HOME) $(BIN)/skillmill run samples --library skills
+	@echo
+	SKILLMILL_HOME=$(DEMO_HOME) $(BIN)/skillmill recall --include-candidates --limit 3 "$(QUERY)"
+	@echo
+	@echo "--- skills/_candidates/working-in-django/SKILL.md ---"
+	@cat skills/_candidates/working-in-django/SKILL.md
+
+## test: the whole suite; fails when a test fails or when no test ran
+test: $(BIN)/skillmill
+	@$(BIN)/python -m pytest $(PYTEST_ARGS); rc=$$?; \
+	if [ $$rc -eq 5 ]; then echo "make test: pytest collected no tests" >&2; exit 1; fi; exit $$rc
+
+lint: $(BIN)/skillmill
+	$(BIN)/ruff check pipeline flows tests benchmarks
+
+## schemas: regenerate schemas/ from the pydantic models
+schemas: $(BIN)/skillmill
+	$(BIN)/python -m pipeline.schemas
+
+clean:
+	rm -rf .skillmill .pytest_cache

@@ -1,0 +1,64 @@
+"""Shared fixtures: an isolated home, the real trajectory corpus, and one Prefect test server."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+SAMPLES = ROOT / "samples"
+
+# Offline before anything imports litellm or prefect (../shared/docs/stack.md).
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+os.environ.setdefault("DO_NOT_TRACK", "1")
+os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
+
+
+def _find_shared() -> Path | None:
+    """The shared corpus: $SKILLMILL_SHARED, ../shared beside the checkout, or /work/shared."""
+    candidates = [os.environ.get("SKILLMILL_SHARED"), ROOT.parent / "shared", Path("/work/shared")]
+    for candidate in candidates:
+        if candidate and (Path(candidate) / "trajectories").is_dir():
+            return Path(candidate)
+    return None
+
+
+SHARED = _find_shared()
+TRAJECTORIES = SHARED / "trajectories" if SHARED else None
+
+
+@pytest.fixture(scope="session")
+def corpus() -> Path:
+    if TRAJECTORIES is None:
+        pytest.skip("the shared trajectory corpus is not here (set SKILLMILL_SHARED)")
+    return TRAJECTORIES
+
+
+@pytest.fixture(scope="session")
+def skills_corpus() -> Path:
+    if SHARED is None or not (SHARED / "skills-corpus").is_dir():
+        pytest.skip("the shared skills corpus is not here (set SKILLMILL_SHARED)")
+    return SHARED / "skills-corpus"
+
+
+@pytest.fixture(autouse=True)
+def isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Every test gets its own SKILLMILL_HOME and library; nothing touches ~/.skillmill."""
+    home = tmp_path / "home"
+    monkeypatch.setenv("SKILLMILL_HOME", str(home))
+    monkeypatch.delenv("SKILLMILL_LIBRARY", raising=False)
+    monkeypatch.delenv("SKILLMILL_MODEL", raising=False)
+    return home
+
+
+@pytest.fixture(scope="session")
+def prefect_server(tmp_path_factory: pytest.TempPathFactory):
+    """One temporary Prefect server for the session, with its own PREFECT_HOME."""
+    os.environ["PREFECT_HOME"] = str(tmp_path_factory.mktemp("prefect-home"))
+    from prefect.testing.utilities import prefect_test_harness
+
+    with prefect_test_harness(server_startup_timeout=90):
+        yield

@@ -1,0 +1,85 @@
+"""The nightly flow end to end, under a Prefect test server, on the sample sessions."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from skills_ref.validator import validate
+
+from pipeline.cli import main
+from pipeline.index.state import StateDB
+from pipeline.library import Library
+from tests.conftest import SAMPLES
+
+pytestmark = pytest.mark.usefixtures("prefect_server")
+
+
+def run(*args: str) -> tuple[int, str, dict]:
+    result = CliRunner().invoke(main, ["run", "--json", *args], catch_exceptions=False)
+    summary = json.loads(result.output.strip().splitlines()[-1])
+    return result.exit_code, result.output, summary
+
+
+def test_samples_become_valid_candidate_skills_and_a_rerun_changes_nothing(tmp_path: Path) -> None:
+    library = tmp_path / "skills"
+    code, output, summary = run(str(SAMPLES), "--library", str(library))
+    assert code == 0, output
+    assert summary["trajectories"] == {"seen": 6, "new": 6, "failed": 0}
+    assert summary["skills"]["proposed"] >= 4 and summary["errors"] == []
+    assert {"working-in-django", "working-in-flask"} <= set(summary["written"])
+    assert any("read-only" in n["reason"] for n in summary["nothing_reusable"])
+    stored = list(Library(library))
+    assert {s.skill.name for s in stored} == set(summary["written"])
+    for entry in stored:
+        assert entry.skill.status == "candidate" and validate(entry.path) == []
+    mtimes = {p: p.stat().st_mtime_ns for p in library.rglob("SKILL.md")}
+
+    code, _, again = run(str(SAMPLES), "--library", str(library))
+    assert code == 0
+    assert again["trajectories"]["new"] == 0 and again["skills"] == {"proposed": 0, "updated": 0, "unchanged": 0}
+    assert {p: p.stat().st_mtime_ns for p in library.rglob("SKILL.md")} == mtimes
+
+    with StateDB() as state:
+        assert state.count("trajectories") == 6
+        assert state.count("steps") > 300
+        assert state.count("runs") == 2
+        links = state.con.execute("SELECT count(*) FROM skill_sources").fetchone()[0]
+        assert links >= len(stored)
+
+
+def test_recall_after_a_run_serves_only_approved_skills(tmp_path: Path) -> None:
+    library = tmp_path / "skills"
+    run(str(SAMPLES), "--library", str(library))
+    runner = CliRunner()
+    query = "django test fails after changing a model field"
+    approved_only = json.loads(runner.invoke(main, ["recall", "--json", query]).output)
+    assert approved_only == {"query": query, "results": [], "truncated": False}
+    with_candidates = json.loads(runner.invoke(main, ["recall", "--json", "--include-candidates", query]).output)
+    assert with_candidates["results"]
+    for hit in with_candidates["results"]:
+        assert set(hit) == {"name", "path", "score", "description", "status"}
+        assert Path(hit["path"], "SKILL.md").is_file()
+    brief = runner.invoke(main, ["recall", "--include-candidates", "--limit", "2", query]).output
+    assert brief.startswith("## Skills for:") and brief.count("- **") == 2
+
+
+def test_a_partly_bad_input_exits_1_and_keeps_the_rest(tmp_path: Path) -> None:
+    inputs = tmp_path / "in"
+    shutil.copytree(SAMPLES / "mini_swe_agent", inputs)
+    (inputs / "broken.traj.json").write_text('{"info": {"mini_version": "1"}, "messages": [')
+    code, output, summary = run(str(inputs), "--library", str(tmp_path / "skills"))
+    assert code == 1
+    assert summary["files"]["failed"] == 1 and summary["trajectories"]["seen"] == 4
+    assert summary["errors"][0]["path"].endswith("broken.traj.json")
+    assert "Traceback" not in output
+
+
+def test_the_flow_is_callable_as_a_library(tmp_path: Path) -> None:
+    from flows.nightly import nightly
+
+    summary = nightly(paths=[str(SAMPLES / "claude_code")], library=str(tmp_path / "lib"))
+    assert summary["exit_code"] == 0 and summary["trajectories"]["seen"] == 2
