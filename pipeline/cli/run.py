@@ -13,8 +13,8 @@ from pipeline.errors import UsageError
 
 @click.command("run")
 @click.argument("paths", nargs=-1, type=click.Path(path_type=str))
-@click.option("--library", type=click.Path(file_okay=False), envvar="SKILLMILL_LIBRARY",
-              help="Skill library folder (default: $SKILLMILL_HOME/skills).")
+@click.option("--library", type=click.Path(file_okay=False),
+              help="Skill library folder (default: $SKILLMILL_LIBRARY, the config file, $SKILLMILL_HOME/skills).")
 @click.option("--json", "as_json", is_flag=True, help="End with one JSON line summarizing the run.")
 @click.option("-v", "--verbose", is_flag=True, help="Show Prefect's logs.")
 def command(paths: tuple[str, ...], library: str | None, as_json: bool, verbose: bool) -> None:
@@ -34,7 +34,9 @@ def command(paths: tuple[str, ...], library: str | None, as_json: bool, verbose:
         os.environ.setdefault("PREFECT_LOGGING_LEVEL", "CRITICAL")
         os.environ.setdefault("PREFECT_SERVER_LOGGING_LEVEL", "CRITICAL")
     from flows.nightly import nightly
+    from pipeline import config
 
+    library = config.load({"library": library}).library
     with progress_bar():
         result = nightly(paths=list(paths), library=library)
     _print(result)
