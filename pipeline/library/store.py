@@ -7,6 +7,7 @@ skills (underscored folders cannot be skill names)::
     <library>/_candidates/<name>/SKILL.md  waiting for review
     <library>/_deprecated/<name>/SKILL.md
     <library>/_rejected/<name>/SKILL.md
+    <library>/_proposed/<name>/SKILL.md    a proposed change to an approved skill
 
 Writes are atomic: a new skill folder is assembled under a temporary name and renamed
 into place; an existing SKILL.md is replaced with ``os.replace``.
@@ -34,6 +35,8 @@ STATUS_DIRS: dict[str, str] = {
     "deprecated": "_deprecated",
     "rejected": "_rejected",
 }
+#: Proposed changes to an approved skill wait here for review (never loaded by agents).
+PROPOSED_DIR = "_proposed"
 SaveResult = Literal["created", "updated", "unchanged"]
 
 
@@ -102,6 +105,20 @@ class Library:
             return "updated"
         _atomic_new_folder(target, text)
         return "created" if existing is None else "updated"
+
+    def propose(self, skill: Skill) -> Path:
+        """Stage a change to an approved skill for review; the approved file is not touched."""
+        target = self.root / PROPOSED_DIR / skill.name
+        text = markdown.render(skill)
+        if (target / SKILL_FILE).is_file():
+            atomic_write(target / SKILL_FILE, text)
+        else:
+            _atomic_new_folder(target, text)
+        return target
+
+    def proposal(self, name: str) -> StoredSkill | None:
+        file = self.root / PROPOSED_DIR / name / SKILL_FILE
+        return StoredSkill(read_skill(file), file.parent) if file.is_file() else None
 
     def remove(self, name: str) -> bool:
         existing = self.get(name)

@@ -1,0 +1,5 @@
+"""``python -m pipeline`` is ``skillmill``."""
+
+from pipeline.cli import main
+
+main()
