@@ -213,3 +213,10 @@ def test_the_distiller_learns_from_a_codex_session(corpus: Path) -> None:
     assert [v.command for v in skill.verification] == ["npm run build"]
     _, [read_only] = ingest_file(corpus / "codex" / OLD)
     assert distill(read_only).reason == "read-only session: no edits and no error fixes"
+
+
+def test_redacted_sessions_say_their_inputs_are_unreadable(corpus: Path) -> None:
+    _, [t] = ingest_file(corpus / "codex" / COMPACTED)
+    patches = [c for c in t.tool_calls() if c.tool == "apply_patch"]
+    assert patches and not any(c.paths for c in patches)  # the patch text is a placeholder: no file names
+    assert distill(t).reason.startswith("tool inputs unreadable")

@@ -66,7 +66,7 @@ _PATCH_MOVE = re.compile(r"^\*\*\* Move to: (.+?)\s*$")
 class CodexRollout(TrajectoryFormat):
     name = "codex"
     agent = "codex"
-    description = "Codex CLI rollouts (JSONL: session_meta, response_item, event_msg ...; 0.1x to 0.1xx)"
+    description = "Codex CLI rollouts (JSONL lines: session_meta, turn_context, response_item, event_msg)"
     locations = ("~/.codex/sessions/**/rollout-*.jsonl", "~/.codex/archived_sessions/**/rollout-*.jsonl")
     suffixes = (".jsonl",)
     priority = 8
@@ -116,6 +116,8 @@ class _Rollout:
         self.problems: list[tuple[int, str]] = []
         self.first = True
         self.stamps: list[datetime] = []
+        self.first_stamp: str | None = None
+        self.last_stamp: str | None = None
         self.cwd: str | None = None
         self.repo: str | None = None
         # Human prompts: response_item user messages only count in files without user_message events.
@@ -146,9 +148,9 @@ class _Rollout:
         if not isinstance(payload, dict):
             raise BadShape(f"{kind!r} line: 'payload' should be an object, found {type(payload).__name__}")
         stamp = record.get("timestamp")
-        parsed = parse_time(stamp)
-        if parsed is not None:
-            self.stamps.append(parsed)
+        if isinstance(stamp, str):  # parsed once at the end: lines are written in time order
+            self.first_stamp = self.first_stamp or stamp
+            self.last_stamp = stamp
         if kind == "session_meta":
             self._session_meta(payload, stamp)
         elif kind == "turn_context":
@@ -394,8 +396,10 @@ class _Rollout:
         if self.models:
             b.set(model=self.models.most_common(1)[0][0])
         b.set(cwd=self.cwd, repo=self.repo or (PurePosixPath(self.cwd).name if self.cwd else None))
-        if self.stamps:
-            b.set(started_at=min(self.stamps), ended_at=max(self.stamps))
+        stamps = [*self.stamps, *(s.timestamp for s in b.steps if s.timestamp is not None),
+                  *(t for t in (parse_time(self.first_stamp), parse_time(self.last_stamp)) if t is not None)]
+        if stamps:
+            b.set(started_at=min(stamps), ended_at=max(stamps))
         b.task = pick_task(self.prompts)
         return b.build()
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 import hashlib
 import re
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -44,7 +44,9 @@ from pipeline.trajectory.builder import parse_time
 _PRETTY_RECORD = re.compile(r'^\s*\{\s*"(sessionId|kind|startTime|lastUpdated|projectHash)"\s*:')
 _PROMPT_LOG = re.compile(r'^\s*\[\s*\{\s*"sessionId"\s*:\s*"[^"]*"\s*,\s*"messageId"\s*:')
 _EXIT_CODE = re.compile(r"Exit Code: (-?\d+)")
-_ABSOLUTE = re.compile(r"(?<![\w.~])(/(?:[\w.@+-]+/)*[\w.@+-]+)")
+_ABSOLUTE = re.compile(r"(?:^|[\s'\"`(:=])(/[\w.@+-]+(?:/[\w.@+-]+)+)")
+#: Result texts kept (their first bytes) to look for the project root when the arguments hold none.
+_MAX_RESULT_HEADS = 200
 _SHELL_TOOLS = {"run_shell_command", "shell"}
 _ASSISTANT_TYPES = {"gemini", "model"}
 _NOTICE_TYPES = {"info", "error", "warning"}
@@ -108,6 +110,7 @@ class _Chat:
         self.models: Counter[str] = Counter()
         self.prompts: list[str] = []
         self.seen_paths: list[str] = []
+        self.result_heads: list[str] = []
 
     def add(self, record: Any, line: int | None, report: FileReport) -> None:
         if not isinstance(record, dict):
@@ -166,7 +169,7 @@ class _Chat:
         if not b.steps:
             return None
         meta = self.meta
-        cwd = _cwd(meta, self.seen_paths)
+        cwd = _cwd(meta, self.seen_paths, self.result_heads)
         b.set(session_id=meta.get("sessionId") if isinstance(meta.get("sessionId"), str) else None,
               model=self.models.most_common(1)[0][0] if self.models else None, cwd=cwd,
               repo=PurePosixPath(cwd).name if cwd else None,
@@ -215,7 +218,8 @@ class _Chat:
         if status in (None, "scheduled", "validating", "executing", "awaiting_approval"):
             return  # never ran to an end: the call stays open
         text, failed = _result(call)
-        self.seen_paths += _ABSOLUTE.findall(text[:4000])
+        if len(self.result_heads) < _MAX_RESULT_HEADS:
+            self.result_heads.append(text[:4000])
         exit_code = None
         if command is not None:
             match = _EXIT_CODE.search(text)
@@ -259,7 +263,7 @@ def _diff(name: str, args: dict[str, Any], display: Any, paths: list[str]) -> st
     return None
 
 
-def _cwd(meta: dict[str, Any], seen: list[str]) -> str | None:
+def _cwd(meta: dict[str, Any], seen: list[str], results: list[str]) -> str | None:
     """The project root: the recorded workspace directories, else a touched directory whose sha256 is projectHash."""
     directories = meta.get("directories")
     if isinstance(directories, list) and directories and isinstance(directories[0], str):
@@ -268,13 +272,16 @@ def _cwd(meta: dict[str, Any], seen: list[str]) -> str | None:
     if not isinstance(target, str):
         return None
     tried: set[str] = set()
-    for path in seen:
-        for candidate in (path, *map(str, PurePosixPath(path).parents)):
-            if candidate in tried or candidate == "/":
-                continue
-            if len(tried) >= _MAX_CWD_CANDIDATES:
-                return None
-            tried.add(candidate)
-            if hashlib.sha256(candidate.encode()).hexdigest() == target:
-                return candidate
-    return None
+
+    def search(paths: Iterable[str]) -> str | None:
+        for path in paths:
+            for candidate in (path, *map(str, PurePosixPath(path).parents)):
+                if candidate in tried or candidate == "/" or len(tried) >= _MAX_CWD_CANDIDATES:
+                    continue
+                tried.add(candidate)
+                if hashlib.sha256(candidate.encode()).hexdigest() == target:
+                    return candidate
+        return None
+
+    # Paths the tools were given first; the ones printed in their results only when those do not tell.
+    return search(seen) or search(p for text in results for p in _ABSOLUTE.findall(text))
