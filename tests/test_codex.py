@@ -220,3 +220,22 @@ def test_redacted_sessions_say_their_inputs_are_unreadable(corpus: Path) -> None
     patches = [c for c in t.tool_calls() if c.tool == "apply_patch"]
     assert patches and not any(c.paths for c in patches)  # the patch text is a placeholder: no file names
     assert distill(t).reason.startswith("tool inputs unreadable")
+
+
+def test_local_shell_calls_are_commands(corpus: Path, tmp_path: Path) -> None:
+    """Rollouts of the ``local_shell`` tool: the same real session with its calls in that shape."""
+    lines = raw(corpus / "codex" / OLD)
+    for line in lines:
+        item = line["payload"]
+        if line["type"] == "response_item" and item["type"] == "function_call":
+            args = json.loads(item["arguments"])
+            line["payload"] = {"type": "local_shell_call", "call_id": item["call_id"], "status": "completed",
+                               "action": {"type": "exec", "command": args["command"],
+                                          "working_directory": args["workdir"]}}
+    path = tmp_path / "rollout-local-shell.jsonl"
+    path.write_text("\n".join(json.dumps(x) for x in lines) + "\n")
+    report, [t] = ingest_file(path)
+    assert report.status == "ok", report.errors
+    assert [(c.tool, c.command) for c in t.tool_calls()] == [
+        ("local_shell", "ls"), ("local_shell", "rg --files -g 'AGENTS.md'"), ("local_shell", "sed -n '1,160p' README.md")]
+    assert all(t.result_of(c).exit_code == 0 for c in t.tool_calls())
