@@ -16,7 +16,7 @@ from pipeline.distill.facts import RepoFact, repo_facts
 from pipeline.distill.naming import describe_task, skill_name, task_title
 from pipeline.library.model import Evidence, Item, Pitfall, Skill, SourceRef
 from pipeline.trajectory import Trajectory
-from pipeline.trajectory.commands import CHECKS, Purpose, error_signature
+from pipeline.trajectory.commands import CHECKS, Purpose, error_signature, is_shell_tool
 
 NAME = "heuristic"
 #: Bump when the output for the same trajectory changes, so stored results are redone.
@@ -62,12 +62,20 @@ def _nothing_reusable(analysis: Analysis) -> str | None:
         return f"too short to generalize ({calls} tool call{'s' if calls != 1 else ''})"
     fixes = analysis.fixes()
     if not analysis.edits and not analysis.submitted and not fixes:
+        if _unreadable(analysis):  # e.g. redacted Codex rollouts: patches and commands replaced by placeholders
+            return "tool inputs unreadable (redacted or unparsable): no edit or command to ground a skill in"
         return "read-only session: no edits and no error fixes"
     if trajectory.outcome.status == "failed" and not fixes:
         return "failed outcome with no error->fix pair to learn from"
     if not fixes and not _verification(analysis):
         return "edits were never checked: no passing test, build, lint or run after them"
     return None
+
+
+def _unreadable(analysis: Analysis) -> bool:
+    """Edits without a file name, or shell calls without a command: we cannot tell what was done."""
+    return any((e.purpose is Purpose.EDIT and not e.paths) or (is_shell_tool(e.call.tool) and not e.command)
+               for e in analysis.events)
 
 
 def _ev(trajectory: Trajectory, steps: list[int]) -> list[Evidence]:

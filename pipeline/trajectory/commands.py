@@ -32,12 +32,17 @@ class Purpose(StrEnum):
 CHECKS = frozenset({Purpose.TEST, Purpose.BUILD, Purpose.LINT})
 
 _FILE_TOOLS_EDIT = {"edit", "multiedit", "write", "notebookedit", "str_replace_editor", "apply_patch",
-                    "replace", "write_file", "create", "edit_file", "str_replace_based_edit_tool"}
+                    "replace", "write_file", "create", "edit_file", "str_replace_based_edit_tool",
+                    "smart_edit", "patch"}  # Gemini CLI smart_edit, OpenCode patch
 _FILE_TOOLS_READ = {"read", "glob", "grep", "ls", "view", "read_file", "list_directory", "search_file_content",
                     "glob_files", "find_file", "search_dir", "search_file", "open", "goto", "scroll_down",
-                    "scroll_up", "find", "webfetch", "websearch"}
+                    "scroll_up", "find", "webfetch", "websearch",
+                    # Gemini CLI, OpenCode and Codex read-only tools
+                    "read_many_files", "grep_search", "google_web_search", "web_fetch", "list", "codesearch",
+                    "web_search", "view_image", "list_mcp_resources", "read_mcp_resource"}
 _SHELL_TOOLS = {"bash", "shell", "exec_command", "run_shell_command", "execute_bash", "local_shell_call",
-                "run", "terminal", "cmd", "execute_command"}
+                "run", "terminal", "cmd", "execute_command",
+                "shell_command", "local_shell", "container.exec"}  # Codex shell tools across versions
 
 _TEST = re.compile(
     r"(^|[\s/])(py\.?test|pytest|tox|nox|runtests\.py|unittest|jest|vitest|mocha|rspec|phpunit|ctest|"

@@ -4,7 +4,10 @@ from collections.abc import Callable
 
 from pipeline.ingest.base import TrajectoryFormat
 from pipeline.ingest.formats.claude_code import ClaudeCode
+from pipeline.ingest.formats.codex import CodexRollout
+from pipeline.ingest.formats.gemini_cli import GeminiCli
 from pipeline.ingest.formats.mini_swe_agent import MiniSweAgent
+from pipeline.ingest.formats.opencode import OpenCodeStorage
 from pipeline.plugins import hookimpl
 
 
@@ -12,3 +15,6 @@ from pipeline.plugins import hookimpl
 def register_formats(register: Callable[[TrajectoryFormat], None]) -> None:
     register(ClaudeCode())
     register(MiniSweAgent())
+    register(CodexRollout())
+    register(GeminiCli())
+    register(OpenCodeStorage())

@@ -1,0 +1,287 @@
+"""Gemini CLI chat recordings: ``~/.gemini/tmp/<projectHash>/chats/session-<ts>-<id8>.json(l)``.
+
+Two layouts. Legacy: one JSON ``ConversationRecord`` ``{sessionId, projectHash, startTime,
+lastUpdated, messages[]}``. Current: an append log, first line the metadata, then one
+``MessageRecord`` per line (a message written again with the same ``id`` replaces the earlier
+copy in place: tool results are added that way), ``{"$set": {...}}`` metadata updates (a ``messages``
+list there replaces the history) and ``{"$rewindTo": "<id>"}``, which drops that message and all
+after it (``chatRecordingService.rewindTo``). Messages are therefore held until the end of the
+file before steps are built.
+
+A ``ToolCallRecord`` holds the call *and* its result, so each gives a call step and a result
+step. cwd is not recorded, only ``projectHash`` = sha256(project root): a directory the tools
+touched whose hash matches it is the cwd; nothing is guessed beyond that.
+
+``logs.json`` beside ``chats/`` only lists the person's prompts (no model output, no tool
+calls) for sessions whose recordings hold them too: it is reported skipped, with that reason.
+See §7 of ../shared/docs/trajectory-formats.md.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections import Counter
+from collections.abc import Iterable, Iterator
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from pipeline.ingest.base import TrajectoryFormat
+from pipeline.ingest.formats._common import (
+    BadShape,
+    as_text,
+    describe,
+    expect,
+    paths_in,
+    pick_task,
+    unified,
+)
+from pipeline.ingest.reader import Probe, iter_jsonl, load_json
+from pipeline.ingest.report import FileReport
+from pipeline.trajectory import Trajectory, TrajectoryBuilder
+from pipeline.trajectory.builder import parse_time
+
+_PRETTY_RECORD = re.compile(r'^\s*\{\s*"(sessionId|kind|startTime|lastUpdated|projectHash)"\s*:')
+_PROMPT_LOG = re.compile(r'^\s*\[\s*\{\s*"sessionId"\s*:\s*"[^"]*"\s*,\s*"messageId"\s*:')
+_EXIT_CODE = re.compile(r"Exit Code: (-?\d+)")
+_ABSOLUTE = re.compile(r"(?:^|[\s'\"`(:=])(/[\w.@+-]+(?:/[\w.@+-]+)+)")
+#: Result texts kept (their first bytes) to look for the project root when the arguments hold none.
+_MAX_RESULT_HEADS = 200
+_SHELL_TOOLS = {"run_shell_command", "shell"}
+_ASSISTANT_TYPES = {"gemini", "model"}
+_NOTICE_TYPES = {"info", "error", "warning"}
+#: Directories whose hash we try against projectHash; bounded so a huge session stays cheap.
+_MAX_CWD_CANDIDATES = 2000
+_SKIP_LOG = ("Gemini CLI prompt log (logs.json): only the person's prompts, no model answers or tool calls; "
+             "the sessions are read from chats/session-*.json(l)")
+
+
+class GeminiCli(TrajectoryFormat):
+    name = "gemini-cli"
+    agent = "gemini-cli"
+    description = "Gemini CLI chat recordings (legacy .json ConversationRecord, .jsonl with $set / $rewindTo)"
+    locations = ("~/.gemini/tmp/*/chats/session-*.json", "~/.gemini/tmp/*/chats/session-*.jsonl",
+                 "~/.gemini/tmp/*/chats/*/*.jsonl")
+    suffixes = (".json", ".jsonl")
+    priority = 8
+
+    def sniff(self, probe: Probe) -> bool:
+        text = probe.text
+        if _PROMPT_LOG.match(text):
+            return '"type"' in text
+        if _PRETTY_RECORD.match(text) and all(f'"{key}"' in text for key in ("sessionId", "projectHash", "messages")):
+            return True  # a ConversationRecord, pretty-printed or longer than the probe
+        first = probe.records[0] if probe.records and _PRETTY_RECORD.match(text) else None
+        return (isinstance(first, dict) and isinstance(first.get("sessionId"), str)
+                and isinstance(first.get("projectHash"), str))
+
+    def parse(self, path: Path, report: FileReport) -> Iterator[Trajectory]:
+        head = Probe.read(path).head
+        if _PROMPT_LOG.match(head.decode("utf-8", errors="replace")):
+            report.status = "skipped"
+            report.error(_SKIP_LOG)
+            return
+        chat = _Chat()
+        if head.lstrip().split(b"\n", 1)[0].strip() == b"{":  # pretty-printed legacy JSON
+            document = load_json(path, report)
+            if document is None:
+                return
+            if not isinstance(document, dict):
+                report.error(f"expected a JSON object, found {type(document).__name__}")
+                return
+            chat.add(document, None, report)
+        else:
+            for line, record in iter_jsonl(path, report):
+                chat.add(record, line, report)
+        trajectory = chat.build(path, report)
+        if trajectory is not None:
+            yield trajectory
+        elif not report.errors:
+            report.status = "skipped"
+            report.error("Gemini CLI session without messages (opened and left, or rewound to the start)")
+
+
+class _Chat:
+    """The session as the recorder holds it: metadata plus messages in order, by id."""
+
+    def __init__(self) -> None:
+        self.meta: dict[str, Any] = {}
+        self.messages: dict[str, tuple[int | None, dict[str, Any]]] = {}
+        self.models: Counter[str] = Counter()
+        self.prompts: list[str] = []
+        self.seen_paths: list[str] = []
+        self.result_heads: list[str] = []
+
+    def add(self, record: Any, line: int | None, report: FileReport) -> None:
+        if not isinstance(record, dict):
+            report.error(f"expected a JSON object, found {type(record).__name__}", line)
+            return
+        if "$rewindTo" in record:
+            self._rewind(record["$rewindTo"], line, report)
+        elif "$set" in record:
+            update = record["$set"]
+            if not isinstance(update, dict):
+                report.error(f"'$set' should be an object, found {type(update).__name__}", line)
+                return
+            self._metadata(update, line, report)
+        elif isinstance(record.get("id"), str):
+            self.messages[record["id"]] = (line, record)  # same id: replaced, keeping its place
+        elif "sessionId" in record or "projectHash" in record:
+            self._metadata(record, line, report)
+        else:
+            report.error("neither a message (id), metadata, $set nor $rewindTo record", line)
+
+    def _metadata(self, update: dict[str, Any], line: int | None, report: FileReport) -> None:
+        messages = update.get("messages")
+        self.meta.update({k: v for k, v in update.items() if k != "messages"})
+        if messages is None:
+            return
+        if not isinstance(messages, list):
+            report.error(f"'messages' should be a list, found {type(messages).__name__}", line)
+            return
+        self.messages = {}
+        for position, message in enumerate(messages):
+            if isinstance(message, dict) and isinstance(message.get("id"), str):
+                self.messages[message["id"]] = (line, message)
+            elif isinstance(message, dict):  # legacy records without ids still count
+                self.messages[f"#{position}"] = (line, message)
+            else:
+                report.error(f"message {position} is not an object", line)
+
+    def _rewind(self, target: Any, line: int | None, report: FileReport) -> None:
+        if not isinstance(target, str) or target not in self.messages:
+            report.error(f"$rewindTo names a message that is not in the session ({target!r}); ignored", line)
+            return
+        ids = list(self.messages)
+        for message_id in ids[ids.index(target):]:
+            del self.messages[message_id]
+
+    # -- steps -------------------------------------------------------------------------
+    def build(self, path: Path, report: FileReport) -> Trajectory | None:
+        b = TrajectoryBuilder(source_format=GeminiCli.name, agent=GeminiCli.agent, source_path=str(path))
+        for line, message in self.messages.values():
+            try:
+                self._message(b, message)
+            except BadShape as exc:
+                report.error(str(exc), line)
+            except (TypeError, AttributeError, ValueError, KeyError) as exc:
+                report.error(f"unexpected shape of a {message.get('type')!r} message: {exc}", line)
+        if not b.steps:
+            return None
+        meta = self.meta
+        cwd = _cwd(meta, self.seen_paths, self.result_heads)
+        b.set(session_id=meta.get("sessionId") if isinstance(meta.get("sessionId"), str) else None,
+              model=self.models.most_common(1)[0][0] if self.models else None, cwd=cwd,
+              repo=PurePosixPath(cwd).name if cwd else None,
+              started_at=parse_time(meta.get("startTime")), ended_at=parse_time(meta.get("lastUpdated")))
+        if meta.get("kind") == "subagent":
+            b.set(parent_session_id=path.parent.name)
+        b.task = pick_task(self.prompts)
+        return b.build()
+
+    def _message(self, b: TrajectoryBuilder, message: dict[str, Any]) -> None:
+        kind = expect(message, "type", str, "message")
+        stamp = message.get("timestamp")
+        content = message["content"] if "content" in message else message.get("parts")
+        text = as_text(content)
+        if kind == "user":
+            if text.strip():
+                b.user(text, timestamp=stamp)
+                self.prompts.append(text)
+        elif kind in _ASSISTANT_TYPES:
+            model = expect(message, "model", str, "message")
+            if model:
+                self.models[model] += 1
+            if text.strip():
+                b.assistant(text, timestamp=stamp)
+            calls = expect(message, "toolCalls", list, "gemini message") or []
+            for call in calls:
+                if not isinstance(call, dict):
+                    raise BadShape(f"a toolCalls entry should be an object, found {type(call).__name__}")
+                self._tool(b, call, stamp)
+        elif kind in _NOTICE_TYPES and text.strip():
+            b.user(f"[{kind}] {text}", timestamp=stamp, meta=True)  # from the CLI, not a person
+
+    def _tool(self, b: TrajectoryBuilder, call: dict[str, Any], stamp: Any) -> None:
+        name = expect(call, "name", str, "tool call") or "tool"
+        args = expect(call, "args", dict, f"tool call {name!r}") or {}
+        call_id = expect(call, "id", str, f"tool call {name!r}")
+        stamp = call.get("timestamp") or stamp
+        command = args.get("command") if name in _SHELL_TOOLS and isinstance(args.get("command"), str) else None
+        paths = paths_in(args)
+        if isinstance(args.get("paths"), list):
+            paths += [p for p in args["paths"] if isinstance(p, str)]
+        self.seen_paths += [p for p in paths if p.startswith("/")]
+        b.call(name, call_id=call_id, text=command or describe(name, args), command=command, paths=paths,
+               diff=_diff(name, args, call.get("resultDisplay"), paths), timestamp=stamp)
+        status = call.get("status")
+        if status in (None, "scheduled", "validating", "executing", "awaiting_approval"):
+            return  # never ran to an end: the call stays open
+        text, failed = _result(call)
+        if len(self.result_heads) < _MAX_RESULT_HEADS:
+            self.result_heads.append(text[:4000])
+        exit_code = None
+        if command is not None:
+            match = _EXIT_CODE.search(text)
+            exit_code = int(match.group(1)) if match else (0 if status == "success" and not failed else None)
+        is_error = failed or status != "success" or exit_code not in (None, 0)
+        b.result(call_id=call_id, text=text, exit_code=exit_code, is_error=is_error, timestamp=stamp)
+
+
+def _result(call: dict[str, Any]) -> tuple[str, bool]:
+    """Result text of a ToolCallRecord and whether the tool reported an error in it."""
+    parts = call.get("result")
+    failed = False
+    texts: list[str] = []
+    for part in parts if isinstance(parts, list) else [parts] if isinstance(parts, dict) else []:
+        response = part.get("functionResponse", {}).get("response") if isinstance(part, dict) else None
+        if isinstance(response, dict):
+            if "error" in response:
+                failed = True
+                texts.append(as_text(response["error"]))
+            else:
+                texts.append(as_text(response.get("output", response)))
+        elif part is not None:
+            texts.append(as_text(part))
+    text = "\n".join(t for t in texts if t)
+    if not text:
+        display = call.get("resultDisplay")
+        text = display if isinstance(display, str) else as_text(display) if display else ""
+    if call.get("status") == "cancelled" and not text:
+        text = "cancelled"
+    return text, failed
+
+
+def _diff(name: str, args: dict[str, Any], display: Any, paths: list[str]) -> str | None:
+    if isinstance(display, dict) and isinstance(display.get("fileDiff"), str):
+        return display["fileDiff"]
+    path = paths[0] if paths else "file"
+    if name in ("replace", "edit", "smart_edit") and isinstance(args.get("old_string"), str):
+        return unified(path, args["old_string"], str(args.get("new_string") or ""))
+    if name == "write_file" and isinstance(args.get("content"), str):
+        return unified(path, "", args["content"])
+    return None
+
+
+def _cwd(meta: dict[str, Any], seen: list[str], results: list[str]) -> str | None:
+    """The project root: the recorded workspace directories, else a touched directory whose sha256 is projectHash."""
+    directories = meta.get("directories")
+    if isinstance(directories, list) and directories and isinstance(directories[0], str):
+        return directories[0]
+    target = meta.get("projectHash")
+    if not isinstance(target, str):
+        return None
+    tried: set[str] = set()
+
+    def search(paths: Iterable[str]) -> str | None:
+        for path in paths:
+            for candidate in (path, *map(str, PurePosixPath(path).parents)):
+                if candidate in tried or candidate == "/" or len(tried) >= _MAX_CWD_CANDIDATES:
+                    continue
+                tried.add(candidate)
+                if hashlib.sha256(candidate.encode()).hexdigest() == target:
+                    return candidate
+        return None
+
+    # Paths the tools were given first; the ones printed in their results only when those do not tell.
+    return search(seen) or search(p for text in results for p in _ABSOLUTE.findall(text))
