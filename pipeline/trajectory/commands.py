@@ -32,10 +32,15 @@ class Purpose(StrEnum):
 CHECKS = frozenset({Purpose.TEST, Purpose.BUILD, Purpose.LINT})
 
 _FILE_TOOLS_EDIT = {"edit", "multiedit", "write", "notebookedit", "str_replace_editor", "apply_patch",
-                    "replace", "write_file", "create", "edit_file", "str_replace_based_edit_tool"}
+                    "replace", "write_file", "create", "edit_file", "str_replace_based_edit_tool",
+                    "insert",  # SWE-agent
+                    "create_file", "edit_file_by_replace", "insert_content_at_line", "append_file",
+                    "edit_file_by_line"}  # OpenHands agentskills (IPython helpers)
 _FILE_TOOLS_READ = {"read", "glob", "grep", "ls", "view", "read_file", "list_directory", "search_file_content",
                     "glob_files", "find_file", "search_dir", "search_file", "open", "goto", "scroll_down",
-                    "scroll_up", "find", "webfetch", "websearch"}
+                    "scroll_up", "find", "webfetch", "websearch", "filemap", "open_file", "goto_line"}
+#: One tool for viewing and editing; its first argument (``view``, ``str_replace`` ...) says which.
+_MULTIPLEXED_EDITORS = {"str_replace_editor", "str_replace_based_edit_tool"}
 _SHELL_TOOLS = {"bash", "shell", "exec_command", "run_shell_command", "execute_bash", "local_shell_call",
                 "run", "terminal", "cmd", "execute_command"}
 
@@ -167,6 +172,8 @@ def classify(step: Step) -> Action:
         purpose = shell_purpose(step.command)
         paths = tuple(edited_paths(step.command)) if purpose is Purpose.EDIT else tuple(step.paths)
         return Action(purpose, step.command, paths or tuple(step.paths))
+    if tool in _MULTIPLEXED_EDITORS and step.text.split(maxsplit=1)[:1] == ["view"]:
+        return Action(Purpose.EXPLORE, None, tuple(step.paths))
     if tool in _FILE_TOOLS_EDIT or step.diff:
         return Action(Purpose.EDIT, None, tuple(step.paths))
     if tool in _FILE_TOOLS_READ:
@@ -191,8 +198,17 @@ ERROR_LINE = re.compile(
 def error_signature(text: str) -> str | None:
     """The line of tool output that names the error (the last one that looks like it)."""
     text = _TAGS.sub("", text or "")
-    matches = [m.group(0).strip() for m in ERROR_LINE.finditer(text)]
+    matches = [_with_next_line(m, text) for m in ERROR_LINE.finditer(text)]
     matches = [m for m in matches if len(m) > 3]
     if not matches:
         return None
     return matches[-1][:240]
+
+
+def _with_next_line(match: re.Match[str], text: str) -> str:
+    """``ERROR:`` alone on its line (OpenHands' editor) names the error on the next line."""
+    line = match.group(0).strip()
+    if not re.fullmatch(r"(?i)error:?", line):
+        return line
+    rest = text[match.end():].lstrip("\n").split("\n", 1)[0].strip()
+    return f"{line} {rest}".strip()

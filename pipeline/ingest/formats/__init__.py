@@ -3,8 +3,11 @@
 from collections.abc import Callable
 
 from pipeline.ingest.base import TrajectoryFormat
+from pipeline.ingest.formats.atif import Atif
 from pipeline.ingest.formats.claude_code import ClaudeCode
 from pipeline.ingest.formats.mini_swe_agent import MiniSweAgent
+from pipeline.ingest.formats.openhands import OpenHands
+from pipeline.ingest.formats.swe_agent import SweAgent
 from pipeline.plugins import hookimpl
 
 
@@ -12,3 +15,6 @@ from pipeline.plugins import hookimpl
 def register_formats(register: Callable[[TrajectoryFormat], None]) -> None:
     register(ClaudeCode())
     register(MiniSweAgent())
+    register(SweAgent())
+    register(OpenHands())
+    register(Atif())
