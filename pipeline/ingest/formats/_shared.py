@@ -64,11 +64,13 @@ def dumps(value: Any) -> str:
 
 def unix_newlines(text: str) -> str:
     """Terminal output recorded through a pty ends its lines with ``\\r\\n``."""
-    return _CRLF.sub("\n", text)
+    return _CRLF.sub("\n", text) if "\r" in text else text
 
 
 def unified(path: str, old: str, new: str) -> str:
-    lines = difflib.unified_diff(old.splitlines(), new.splitlines(), f"a/{path}", f"b/{path}", lineterm="", n=1)
+    """A unified diff of one replacement, headed ``a/<path>`` / ``b/<path>`` like ``git diff``."""
+    name = path.lstrip("/")
+    lines = difflib.unified_diff(old.splitlines(), new.splitlines(), f"a/{name}", f"b/{name}", lineterm="", n=1)
     return "\n".join(lines)
 
 

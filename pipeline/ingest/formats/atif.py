@@ -65,8 +65,8 @@ class Atif(TrajectoryFormat):
 
     def parse(self, path: Path, report: FileReport) -> Iterator[Trajectory]:
         data = load_json(path, report)
-        if data is None:
-            return
+        if data is None and report.errors:
+            return  # load_json said why
         if not isinstance(data, dict) or not isinstance(data.get("steps"), list):
             found = type(data.get("steps")).__name__ if isinstance(data, dict) else type(data).__name__
             report.error(f"ATIF needs an object with a 'steps' list; found {found}")

@@ -102,8 +102,8 @@ class OpenHands(TrajectoryFormat):
             first = handle.read(4096).lstrip()[:1]
         if first == b"[":
             events = load_json(path, report)
-            if events is None:
-                return
+            if events is None and report.errors:
+                return  # load_json said why
             if not isinstance(events, list):
                 report.error(f"expected a JSON list of events, found {type(events).__name__}")
                 return

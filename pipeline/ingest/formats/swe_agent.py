@@ -56,6 +56,7 @@ SWE_AGENT_TOOLS = frozenset({
     "debug_stop", "connect_start", "connect_sendline", "connect_exec", "connect_stop", "view_image",
 })
 _EDITORS = frozenset({"edit", "insert", "create", "str_replace_editor"})
+_QUOTED_ARGS = frozenset({"edit", "insert", "str_replace_editor", "open", "create"})
 #: Model names SWE-agent uses for scripted runs: no language model wrote those actions.
 _PSEUDO_MODELS = frozenset({"replay", "human", "human_thought", "instant_empty_submit"})
 _RUN_DIR = re.compile(r"^(?P<model>[^_][^/]*?)__.+__t-[\d.]+__p-[\d.]+__c-[\d.]+__install-\d")
@@ -106,9 +107,9 @@ class SweAgent(TrajectoryFormat):
 
     def parse(self, path: Path, report: FileReport) -> Iterator[Trajectory]:
         data = load_json(path, report)
-        if data is None:
-            return
         if not isinstance(data, dict):
+            if data is None and report.errors:
+                return  # load_json said why
             report.error(f"expected a JSON object, found {type(data).__name__}: not a SWE-agent trajectory")
             return
         fields = {}
@@ -124,10 +125,10 @@ class SweAgent(TrajectoryFormat):
             run.from_trajectory(fields["trajectory"])
         else:
             run.from_history(fields["history"])
-        run.finish()
-        if not any(s.kind != "user" or not s.meta for s in run.builder.steps):
-            report.error("the trajectory has no steps")
+        if not any(s.kind != "user" for s in run.builder.steps):
+            report.error("the trajectory has no steps: no actions in 'trajectory' or 'history'")
             return
+        run.finish()
         yield run.builder.build()
 
 
@@ -285,15 +286,17 @@ class _Run:
     def _call(self, action: str, name: str | None, args: dict[str, Any], call_id: str | None,
               observation: str, state_file: str | None) -> None:
         action = action.strip()
-        words = _split(action)
-        tool = name or (words[0] if words and words[0] in self.tools else "bash")
+        first = action.split(maxsplit=1)[0] if action else ""
+        tool = name or (first if first in self.tools else "bash")
         if tool == "bash":
             command = as_str(args.get("command")) or action
             self.builder.call("bash", call_id=call_id, command=command)
             self._remember(call_id, "bash", command)
             return
-        paths, diff, text = self._file_args(tool, words if tool == (words[0] if words else None) else [tool],
-                                            args, observation, state_file, action)
+        # Quoted arguments matter only where they are read below (and shlex is slow on long edits).
+        words = _split(action) if tool == first and not args and tool in _QUOTED_ARGS else action.split()
+        paths, diff, text = self._file_args(tool, words if tool == first else [tool], args, observation,
+                                            state_file, action)
         self.builder.call(tool, call_id=call_id, text=text, paths=paths, diff=diff)
         self._remember(call_id, tool, None)
 
@@ -423,6 +426,8 @@ def _arguments(value: Any) -> dict[str, Any]:
 
 def _split(action: str) -> list[str]:
     """An action's words, as SWE-agent's shell would see them; plain split when quoting is odd."""
+    if _LINE_RANGE.match(action.split(maxsplit=2)[1] if len(action.split(maxsplit=2)) > 1 else ""):
+        return action.split(maxsplit=2)  # ``edit 10:12\n<new text>\nend_of_edit``: the text is not words
     try:
         return shlex.split(action)
     except ValueError:
