@@ -225,3 +225,12 @@ def test_unchecked_runs_say_why_they_give_nothing(corpus: Path) -> None:
     distilled = distill(t)
     assert not distilled.skills  # "python missing_colon.py" printed 8.2, but SWE-agent records no exit code
     assert distilled.reason == "edits were never checked: no passing test, build, lint or run after them"
+
+
+def test_preds_json_is_skipped_too(corpus: Path, tmp_path: Path) -> None:
+    [preds] = (corpus / ROOT).rglob("all_preds.jsonl")
+    rows = [json.loads(line) for line in preds.read_text().splitlines() if line.strip()]
+    path = tmp_path / "preds.json"
+    path.write_text(json.dumps({row["instance_id"]: row for row in rows}))
+    report, _ = ingest_file(path)
+    assert report.status == "skipped" and "preds.json" in report.errors[0].reason
