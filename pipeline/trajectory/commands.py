@@ -32,15 +32,10 @@ class Purpose(StrEnum):
 CHECKS = frozenset({Purpose.TEST, Purpose.BUILD, Purpose.LINT})
 
 _FILE_TOOLS_EDIT = {"edit", "multiedit", "write", "notebookedit", "str_replace_editor", "apply_patch",
-                    "replace", "write_file", "create", "edit_file", "str_replace_based_edit_tool",
-                    "insert",  # SWE-agent
-                    "create_file", "edit_file_by_replace", "insert_content_at_line", "append_file",
-                    "edit_file_by_line"}  # OpenHands agentskills (IPython helpers)
+                    "replace", "write_file", "create", "edit_file", "str_replace_based_edit_tool"}
 _FILE_TOOLS_READ = {"read", "glob", "grep", "ls", "view", "read_file", "list_directory", "search_file_content",
                     "glob_files", "find_file", "search_dir", "search_file", "open", "goto", "scroll_down",
-                    "scroll_up", "find", "webfetch", "websearch", "filemap", "open_file", "goto_line"}
-#: One tool for viewing and editing; its first argument (``view``, ``str_replace`` ...) says which.
-_MULTIPLEXED_EDITORS = {"str_replace_editor", "str_replace_based_edit_tool"}
+                    "scroll_up", "find", "webfetch", "websearch"}
 _SHELL_TOOLS = {"bash", "shell", "exec_command", "run_shell_command", "execute_bash", "local_shell_call",
                 "run", "terminal", "cmd", "execute_command"}
 
@@ -163,6 +158,14 @@ def edited_paths(command: str) -> list[str]:
                     operands.append(word)
             paths.extend(operands if script_given else operands[1:])
     return list(dict.fromkeys(p.strip("'\"") for p in paths if p and "\n" not in p))
+
+
+# SWE-agent's insert / filemap and OpenHands' agentskills (IPython helpers) file tools.
+_FILE_TOOLS_EDIT |= {"insert", "create_file", "edit_file_by_replace", "insert_content_at_line", "append_file",
+                     "edit_file_by_line"}
+_FILE_TOOLS_READ |= {"filemap", "open_file", "goto_line"}
+#: One tool for viewing and editing; its first argument (``view``, ``str_replace`` ...) says which.
+_MULTIPLEXED_EDITORS = {"str_replace_editor", "str_replace_based_edit_tool"}
 
 
 def classify(step: Step) -> Action:
