@@ -58,17 +58,6 @@ def detect(probe: Probe) -> TrajectoryFormat | None:
     return next((fmt for fmt in registered_formats() if fmt.sniff(probe)), None)
 
 
-def _not_a_trajectory(probe: Probe) -> str:
-    for fmt in registered_formats():
-        try:
-            reason = fmt.companion(probe)
-        except Exception:  # a plugin's guess must never fail the file
-            reason = None
-        if reason:
-            return reason
-    return "not a trajectory of any known format (see `skillmill formats`)"
-
-
 def ingest_file(path: Path) -> tuple[FileReport, list[Trajectory]]:
     """Parse one file into trajectories. Never raises for bad content: it is in the report."""
     report = FileReport(path=str(path))
@@ -89,7 +78,7 @@ def ingest_file(path: Path) -> tuple[FileReport, list[Trajectory]]:
     fmt = detect(probe)
     if fmt is None:
         report.status = "skipped"
-        report.error(_not_a_trajectory(probe))
+        report.error("not a trajectory of any known format (see `skillmill formats`)")
         return report, []
     report.format = fmt.name
     trajectories: list[Trajectory] = []

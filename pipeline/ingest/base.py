@@ -34,8 +34,3 @@ class TrajectoryFormat(ABC):
     @abstractmethod
     def parse(self, path: Path, report: FileReport) -> Iterator[Trajectory]:
         """Yield the trajectories in the file; record bad lines in ``report`` and go on."""
-
-    def companion(self, probe: Probe) -> str | None:
-        """Why a file this agent writes beside its trajectories is not one (a predictions or
-        result file), so ``ingest`` can say so instead of "unknown format"; None otherwise."""
-        return None

@@ -38,6 +38,8 @@ _SESSION = re.compile(r'"session_id"\s*:')
 _RESULT_FOR = re.compile(r"^Tool result for (\S+)\s*$")
 _EXIT_CODE = re.compile(r"^Exit code (-?\d+)\b")
 _EXIT_SECTION = re.compile(r"^\[exit_code\]\s*\n?\s*(-?\d+)\s*$", re.M)
+_TRIAL = re.compile(r'"trial_name"\s*:')
+_VERIFIER = re.compile(r'"verifier_result"\s*:')
 _PATH_KEYS = ("file_path", "path", "notebook_path", "filename")
 #: Nesting of subagent trajectories we follow; deeper ones are reported, not read.
 MAX_DEPTH = 8
@@ -54,16 +56,16 @@ class Atif(TrajectoryFormat):
 
     def sniff(self, probe: Probe) -> bool:
         text = probe.text
+        if _trial_result(probe):
+            return True  # claimed to say what it is (parse reports it skipped)
         return (probe.first_char == "{" and bool(_VERSION.search(text)) and bool(_AGENT.search(text))
                 and bool(_SESSION.search(text)))
 
-    def companion(self, probe: Probe) -> str | None:
-        document = probe.document
-        if isinstance(document, dict) and "verifier_result" in document and "trial_name" in document:
-            return "Harbor trial result (the outcome label of agent/trajectory.json): not a trajectory"
-        return None
-
     def parse(self, path: Path, report: FileReport) -> Iterator[Trajectory]:
+        if _trial_result(Probe.read(path)):
+            report.status = "skipped"
+            report.error("Harbor trial result (the outcome label of agent/trajectory.json): not a trajectory")
+            return
         data = load_json(path, report)
         if data is None and report.errors:
             return  # load_json said why
@@ -77,6 +79,12 @@ class Atif(TrajectoryFormat):
                 trajectory.outcome = harbor_label(path) or trajectory.outcome
                 main = False
             yield trajectory
+
+
+def _trial_result(probe: Probe) -> bool:
+    text = probe.text
+    return (probe.first_char == "{" and bool(_TRIAL.search(text)) and bool(_VERIFIER.search(text))
+            and not re.search(r'"steps"\s*:', text))
 
 
 def _read(data: dict[str, Any], path: Path, report: FileReport, parent: str | None,

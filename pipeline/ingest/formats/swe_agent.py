@@ -90,22 +90,20 @@ class SweAgent(TrajectoryFormat):
 
     def sniff(self, probe: Probe) -> bool:
         text = probe.text
+        if _predictions(probe):
+            return True  # claimed to say what it is (parse reports it skipped)
         if probe.first_char != "{" or not _FIRST_KEY.match(text):
             return False
         if '"mini_version"' in text or '"trajectory_format"' in text:
             return False  # mini-swe-agent keeps "info" first too
         return bool(_TRAJECTORY.search(text) or _HISTORY.search(text))
 
-    def companion(self, probe: Probe) -> str | None:
-        records = probe.records or ([probe.document] if isinstance(probe.document, dict) else [])
-        if records and all(isinstance(r, dict) and "instance_id" in r and "model_patch" in r for r in records):
-            return "SWE-agent/SWE-bench predictions (one model_patch per instance): not a trajectory"
-        if isinstance(probe.document, dict) and probe.document and all(
-                isinstance(v, dict) and "model_patch" in v for v in probe.document.values()):
-            return "SWE-agent predictions (preds.json, one model_patch per instance): not a trajectory"
-        return None
-
     def parse(self, path: Path, report: FileReport) -> Iterator[Trajectory]:
+        predictions = _predictions(Probe.read(path))
+        if predictions:
+            report.status = "skipped"
+            report.error(predictions)
+            return
         data = load_json(path, report)
         if not isinstance(data, dict):
             if data is None and report.errors:
@@ -130,6 +128,18 @@ class SweAgent(TrajectoryFormat):
             return
         run.finish()
         yield run.builder.build()
+
+
+def _predictions(probe: Probe) -> str | None:
+    """The predictions a run writes beside its .traj files (``all_preds.jsonl``, ``preds.json``)."""
+    records = probe.records
+    if records and all(isinstance(r, dict) and "instance_id" in r and "model_patch" in r for r in records):
+        return "SWE-agent/SWE-bench predictions (one model_patch per instance): not a trajectory"
+    document = probe.document
+    if isinstance(document, dict) and document and all(
+            isinstance(v, dict) and "model_patch" in v for v in document.values()):
+        return "SWE-agent predictions (preds.json, one model_patch per instance): not a trajectory"
+    return None
 
 
 def _replay_config(value: Any, report: FileReport) -> dict[str, Any]:
