@@ -165,6 +165,14 @@ def edited_paths(command: str) -> list[str]:
     return list(dict.fromkeys(p.strip("'\"") for p in paths if p and "\n" not in p))
 
 
+# SWE-agent's insert / filemap and OpenHands' agentskills (IPython helpers) file tools.
+_FILE_TOOLS_EDIT |= {"insert", "create_file", "edit_file_by_replace", "insert_content_at_line", "append_file",
+                     "edit_file_by_line"}
+_FILE_TOOLS_READ |= {"filemap", "open_file", "goto_line"}
+#: One tool for viewing and editing; its first argument (``view``, ``str_replace`` ...) says which.
+_MULTIPLEXED_EDITORS = {"str_replace_editor", "str_replace_based_edit_tool"}
+
+
 def classify(step: Step) -> Action:
     """What a tool call step does. Non-call steps are OTHER."""
     tool = (step.tool or "").lower().split(".")[-1]
@@ -172,6 +180,8 @@ def classify(step: Step) -> Action:
         purpose = shell_purpose(step.command)
         paths = tuple(edited_paths(step.command)) if purpose is Purpose.EDIT else tuple(step.paths)
         return Action(purpose, step.command, paths or tuple(step.paths))
+    if tool in _MULTIPLEXED_EDITORS and step.text.split(maxsplit=1)[:1] == ["view"]:
+        return Action(Purpose.EXPLORE, None, tuple(step.paths))
     if tool in _FILE_TOOLS_EDIT or step.diff:
         return Action(Purpose.EDIT, None, tuple(step.paths))
     if tool in _FILE_TOOLS_READ:
@@ -196,8 +206,17 @@ ERROR_LINE = re.compile(
 def error_signature(text: str) -> str | None:
     """The line of tool output that names the error (the last one that looks like it)."""
     text = _TAGS.sub("", text or "")
-    matches = [m.group(0).strip() for m in ERROR_LINE.finditer(text)]
+    matches = [_with_next_line(m, text) for m in ERROR_LINE.finditer(text)]
     matches = [m for m in matches if len(m) > 3]
     if not matches:
         return None
     return matches[-1][:240]
+
+
+def _with_next_line(match: re.Match[str], text: str) -> str:
+    """``ERROR:`` alone on its line (OpenHands' editor) names the error on the next line."""
+    line = match.group(0).strip()
+    if not re.fullmatch(r"(?i)error:?", line):
+        return line
+    rest = text[match.end():].lstrip("\n").split("\n", 1)[0].strip()
+    return f"{line} {rest}".strip()

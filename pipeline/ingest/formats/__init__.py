@@ -3,11 +3,14 @@
 from collections.abc import Callable
 
 from pipeline.ingest.base import TrajectoryFormat
+from pipeline.ingest.formats.atif import Atif
 from pipeline.ingest.formats.claude_code import ClaudeCode
 from pipeline.ingest.formats.codex import CodexRollout
 from pipeline.ingest.formats.gemini_cli import GeminiCli
 from pipeline.ingest.formats.mini_swe_agent import MiniSweAgent
 from pipeline.ingest.formats.opencode import OpenCodeStorage
+from pipeline.ingest.formats.openhands import OpenHands
+from pipeline.ingest.formats.swe_agent import SweAgent
 from pipeline.plugins import hookimpl
 
 
@@ -18,3 +21,6 @@ def register_formats(register: Callable[[TrajectoryFormat], None]) -> None:
     register(CodexRollout())
     register(GeminiCli())
     register(OpenCodeStorage())
+    register(SweAgent())
+    register(OpenHands())
+    register(Atif())
