@@ -1,7 +1,8 @@
-"""Small helpers shared by the Codex, Gemini CLI and OpenCode readers.
+"""Small helpers the format readers share.
 
 They turn the loosely typed values these formats hold (JSON in strings, part lists, edit
-arguments) into the plain strings the builder takes, and pick the task among the prompts.
+arguments) into the plain strings the builder takes without ever raising, so a field of the
+wrong type costs that field, not the file; and they pick the task among the prompts.
 """
 
 from __future__ import annotations
@@ -91,11 +92,89 @@ def pick_task(prompts: list[str]) -> str | None:
 
 
 def repo_slug(url: Any) -> str | None:
-    """``git@github.com:owner/name.git`` or ``https://host/owner/name`` -> ``owner/name``."""
+    """``git@github.com:owner/name.git``, ``https://github.com/owner/name/issues/1`` -> ``owner/name``.
+
+    On the big forges the repository is the first two path parts (issue and tree URLs go on
+    after it); elsewhere it is the last two (``https://git.example.com/group/sub/name``).
+    """
     if not isinstance(url, str):
         return None
-    match = re.match(r"^(?:[\w+.-]+://)?(?:[^@/\s]+@)?[^/:\s]+[:/](?P<path>[^\s]+?)(?:\.git)?/*$", url.strip())
+    match = re.match(r"^(?:[\w+.-]+://)?(?:[^@/\s]+@)?(?P<host>[^/:\s]+)[:/](?P<path>[^\s]+?)(?:\.git)?/*$",
+                     url.strip())
     if not match:
         return None
     parts = [p for p in match.group("path").split("/") if p]
-    return "/".join(parts[-2:]) if len(parts) >= 2 else None
+    if len(parts) < 2:
+        return None
+    forge = match.group("host").lower() in ("github.com", "gitlab.com", "bitbucket.org", "codeberg.org")
+    chosen = parts[:2] if forge else parts[-2:]
+    return "/".join(chosen).removesuffix(".git")
+
+
+_CRLF = re.compile(r"\r+\n")
+_INSTANCE = re.compile(r"^(?P<owner>[A-Za-z0-9][\w.-]*?)__(?P<repo>[A-Za-z0-9][\w.-]*?)-i?\d+$")
+_DIRNAME = re.compile(r"^(?P<owner>[A-Za-z0-9][\w.-]*?)__(?P<repo>[A-Za-z0-9][\w.-]*)$")
+
+
+def as_dict(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def as_list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
+def as_str(value: Any) -> str:
+    """A string field as text; numbers and booleans printed, anything else empty."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bool) or value is None:
+        return "" if value is None else str(value).lower()
+    if isinstance(value, int | float):
+        return str(value)
+    return ""
+
+
+def text_of(content: Any) -> str:
+    """Message content in any of the usual shapes: a string, a list of parts, an object."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts = []
+        for part in content:
+            if isinstance(part, str):
+                parts.append(part)
+            elif isinstance(part, dict):
+                text = part.get("text")
+                parts.append(text if isinstance(text, str) else f"[{as_str(part.get('type')) or 'part'}]")
+        return "\n".join(p for p in parts if p)
+    if content is None:
+        return ""
+    return dumps(content)
+
+
+def dumps(value: Any) -> str:
+    try:
+        return orjson.dumps(value, default=str).decode()
+    except (TypeError, orjson.JSONEncodeError):
+        return str(value)
+
+
+def unix_newlines(text: str) -> str:
+    """Terminal output recorded through a pty ends its lines with ``\\r\\n``."""
+    return _CRLF.sub("\n", text) if "\r" in text else text
+
+
+
+
+def repo_from_instance(instance_id: Any) -> str | None:
+    """``django__django-16255`` -> ``django/django`` (SWE-bench instance ids)."""
+    match = _INSTANCE.match(as_str(instance_id))
+    return f"{match['owner']}/{match['repo']}" if match else None
+
+
+def repo_from_dirname(name: str) -> str | None:
+    """``pydicom__pydicom`` -> ``pydicom/pydicom`` (how SWE-bench images name the checkout)."""
+    match = _DIRNAME.match(name)
+    return f"{match['owner']}/{match['repo']}" if match else None
+

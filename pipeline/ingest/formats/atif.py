@@ -26,7 +26,7 @@ from typing import Any
 import orjson
 
 from pipeline.ingest.base import TrajectoryFormat
-from pipeline.ingest.formats._shared import as_dict, as_list, as_str, dumps, text_of, unified
+from pipeline.ingest.formats._common import as_dict, as_list, as_str, dumps, text_of, unified
 from pipeline.ingest.reader import Probe, load_json
 from pipeline.ingest.report import FileReport
 from pipeline.trajectory import Outcome, Trajectory, TrajectoryBuilder

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.ingest.base import TrajectoryFormat
-from pipeline.ingest.formats._shared import (
+from pipeline.ingest.formats._common import (
     as_dict,
     as_str,
     dumps,

@@ -26,14 +26,14 @@ from typing import Any
 import orjson
 
 from pipeline.ingest.base import TrajectoryFormat
-from pipeline.ingest.formats._shared import (
+from pipeline.ingest.formats._common import (
     as_dict,
     as_list,
     as_str,
     dumps,
     repo_from_dirname,
     repo_from_instance,
-    repo_from_url,
+    repo_slug,
     text_of,
     unified,
     unix_newlines,
@@ -186,8 +186,8 @@ class _Run:
             session_id=instance,
             model=None if model in _PSEUDO_MODELS else model,
             agent_version=as_str(self.info.get("swe_agent_version")) or None,
-            repo=(repo_from_instance(instance) or repo_from_url(repo_config.get("github_url"))
-                  or repo_from_url(statement.get("github_url"))),
+            repo=(repo_from_instance(instance) or repo_slug(repo_config.get("github_url"))
+                  or repo_slug(statement.get("github_url"))),
         )
 
     def _model_from_run_dir(self) -> str | None:
