@@ -101,8 +101,14 @@ def write(state: StateDB, library: Library, results: list[Distilled], summary: R
         state.save_distillation(result.trajectory, distiller.NAME, distiller.VERSION, result.reason, names,
                                 result.facts)
         repos.update(f.repo for f in result.facts)
-    for repo in sorted(repos):
-        skill = consolidate(repo, state.facts(repo))
+    # One repository seen by several agents (``codemie-code`` from Claude Code's cwd,
+    # ``codemie-ai/codemie-code`` from Codex's git remote) gets one "working in" skill,
+    # labelled with the most specific name.
+    by_name: dict[str, str] = {}
+    for repo in sorted(repos, key=lambda r: (-r.count("/"), r)):
+        by_name.setdefault(repo.rsplit("/", 1)[-1].lower(), repo)
+    for repo in sorted(by_name.values()):
+        skill = consolidate(repo, state.facts_like(repo))
         if skill is not None:
             name, saved = save_skill(library, skill)
             outcome.results[name] = saved

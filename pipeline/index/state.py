@@ -136,6 +136,14 @@ class StateDB:
         rows = self.con.execute("SELECT fact FROM repo_facts WHERE repo = ? ORDER BY trajectory_id", [repo])
         return [RepoFact.model_validate_json(r[0]) for r in rows.fetchall()]
 
+    def facts_like(self, repo: str) -> list[RepoFact]:
+        """Facts of every repo with the same name (``owner/x`` and a checkout folder ``x``)."""
+        name = repo.rsplit("/", 1)[-1].lower()
+        rows = self.con.execute(
+            "SELECT fact FROM repo_facts WHERE lower(regexp_extract(repo, '[^/]*$')) = ? ORDER BY trajectory_id",
+            [name])
+        return [RepoFact.model_validate_json(r[0]) for r in rows.fetchall()]
+
     # -- skills -------------------------------------------------------------------------
     def sync_skills(self, stored: list[StoredSkill]) -> None:
         """Mirror the library (the truth) into the skills tables, provenance included."""
