@@ -128,10 +128,10 @@ def save_watermarks(state: StateDB, readings: list[Reading], failed: set[str]) -
     A file with a trajectory whose distilling failed keeps its old watermark, so the next run
     reads it again rather than never distilling it.
     """
-    marks = [r.watermark for r in readings
-             if r.watermark is not None and not failed.intersection(t.id for t in r.trajectories)]
-    state.save_watermarks(marks)  # type: ignore[arg-type]
-    return len(marks)
+    marks = [r.watermark for r in readings if r.watermark is not None]
+    kept = [m for m in marks if not failed.intersection(m.trajectories)]
+    state.save_watermarks(kept)
+    return len(kept)
 
 
 def distill_one(trajectory: Trajectory) -> Distilled:

@@ -94,6 +94,8 @@ class RunSummary(BaseModel):
             self.files.unchanged += 1  # touched, same bytes: nothing was parsed
             return
         self.add_file(reading.report)
+        if reading.watermark is None:
+            return  # not read (ignored) or unreadable: it will be tried again, not remembered
         if reading.mode in ("new", "appended"):
             setattr(self.increments, str(reading.mode), getattr(self.increments, str(reading.mode)) + 1)
         else:
