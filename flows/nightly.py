@@ -54,7 +54,7 @@ def nightly(paths: list[str], library: str | None = None, defer_minutes: float |
     cfg = config.load()
     if defer_minutes is None:
         defer_minutes = 0.0 if paths else cfg.sources.defer_minutes
-    reader, ignore = stages.reader_key(), Ignore(cfg.sources.ignore_paths)
+    reader, ignore = stages.reader_key(cfg), Ignore(cfg.sources.ignore_paths)
 
     files = stages.discover(paths, cfg)
     with StateDB() as state:

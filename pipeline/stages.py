@@ -40,13 +40,15 @@ def parse(path: Path) -> tuple[FileReport, list[Trajectory]]:
 
 
 # -- increments (issue 3): watermarks, deferral, superseded versions ------------------------
-def reader_key() -> str:
-    """What a file's watermark is valid for: the parsing code and the distiller that used it.
+def reader_key(cfg: Config | None = None) -> str:
+    """What a file's watermark is valid for: the parsing code, the distiller, ``ignore_paths``.
 
     A different distiller (or version) must re-read files, or their trajectories would never
-    reach it; add whatever else decides what a run does with a trajectory.
+    reach it; a changed ``ignore_paths`` must re-read the sessions it dropped or now drops.
+    Add whatever else decides what a run does with a trajectory.
     """
-    return watermark.reader_key(f"{distiller.NAME}/{distiller.VERSION}")
+    ignored = ",".join(sorted((cfg or config.load()).sources.ignore_paths))
+    return watermark.reader_key(f"{distiller.NAME}/{distiller.VERSION}|{ignored}")
 
 
 @dataclass

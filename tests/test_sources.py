@@ -141,3 +141,18 @@ def test_skillmill_sources_lists_each_source_with_its_origin(home: Path, isolate
 def test_a_missing_path_named_on_the_command_line_is_still_a_usage_error(tmp_path: Path) -> None:
     result = CliRunner().invoke(main, ["run", str(tmp_path / "nope")])
     assert result.exit_code == 2 and "no such file or directory" in result.output
+
+
+def test_sessions_run_in_an_ignored_folder_are_dropped_and_named_files_there_not_read(
+        corpus: Path, tmp_path: Path) -> None:
+    from pipeline import stages
+
+    session = tmp_path / "s.jsonl"
+    shutil.copy2(corpus / SESSION, session)  # its cwd is /tmp/private
+    reading = stages.read(session, None, reader="k", ignore=Ignore(["/tmp/private"]))
+    assert reading.trajectories == [] and reading.report.status == "skipped"
+    assert "ignore_paths" in reading.report.errors[0].reason and reading.watermark.trajectories == []
+    kept = stages.read(session, None, reader="k", ignore=Ignore([tmp_path / "elsewhere"]))
+    assert len(kept.trajectories) == 1
+    named = stages.read(session, None, reader="k", ignore=Ignore([tmp_path]))
+    assert named.report.status == "skipped" and named.watermark is None and named.trajectories == []

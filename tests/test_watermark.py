@@ -8,6 +8,8 @@ import zlib
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from pipeline.index.state import StateDB
 from pipeline.ingest import ingest_file
@@ -138,6 +140,9 @@ def test_a_recently_changed_file_is_deferred_and_read_later(corpus: Path, tmp_pa
     assert deferred.decision is Decision.DEFERRED and deferred.age_s < 300
     later = live.stat().st_mtime + 301
     assert check(live, None, reader=KEY, defer_s=300, now=later).decision is Decision.READ
+    future = live.stat().st_mtime + 86400 * 365
+    os.utime(live, (future, future))  # copied from a machine whose clock is a year ahead: not "being written"
+    assert check(live, None, reader=KEY, defer_s=300).decision is Decision.READ
 
 
 def test_watermarks_and_lineage_round_trip_through_the_state_db(corpus: Path, tmp_path: Path) -> None:
@@ -165,3 +170,34 @@ def test_watermark_model_keeps_the_consumed_prefix_digest(corpus: Path, tmp_path
     [trajectory] = read(live, None, reader=KEY).trajectories
     assert mark.trajectories == [trajectory.id]
     assert trajectory.steps[0].kind is StepKind.USER
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(cuts=st.lists(st.floats(min_value=0.0, max_value=1.0), min_size=1, max_size=4))
+def test_any_split_of_a_growing_file_reads_like_the_whole(corpus: Path, tmp_path: Path, cuts: list[float]) -> None:
+    """The file grows in chunks cut at arbitrary bytes (mid-line too); the last read equals a whole parse."""
+    data = (corpus / CC / "incremental-subagents/turn-2.jsonl").read_bytes()
+    live = tmp_path / "grow.jsonl"
+    live.write_bytes(b"")
+    previous = None
+    for end in sorted({int(c * len(data)) for c in cuts} - {len(data)}) + [len(data)]:
+        live.write_bytes(data[:end])
+        reading = read(live, previous, reader=KEY)
+        previous = reading.watermark or previous
+    assert reading.mode in (Mode.APPENDED, Mode.NEW, Mode.REREAD)
+    same_as_whole(reading.trajectories, live)
+
+
+def test_an_overlong_line_is_skipped_once_and_reading_resumes_after_it(corpus: Path, tmp_path: Path) -> None:
+    from pipeline.ingest.reader import MAX_LINE_BYTES
+
+    lines = lines_of(corpus / CC / "session-9eda1058.jsonl")
+    live = tmp_path / "s.jsonl"
+    live.write_bytes(b"".join(lines[:10]) + b'{"type": "user", "junk": "' + b"x" * (MAX_LINE_BYTES + 10) + b'"}\n')
+    first = read(live, None, reader=KEY)
+    assert "longer than" in first.report.errors[0].reason and first.watermark.line == 11
+    with live.open("ab") as handle:
+        handle.write(b"".join(lines[10:]))
+    reading = read(live, first.watermark, reader=KEY)
+    assert reading.mode is Mode.APPENDED and reading.report.errors == []
+    assert len(reading.trajectories[0].steps) == len(ingest_file(live)[1][0].steps)

@@ -44,6 +44,7 @@ from pipeline.plugins import registered_formats
 
 log = logging.getLogger(__name__)
 _CHUNK = 1024 * 1024
+_CLOCK_SKEW_S = 120.0
 
 
 class Watermark(BaseModel):
@@ -118,7 +119,7 @@ def _code_digest() -> str:
 
 def reader_key(extra: str = "") -> str:
     """Identifies the code a watermark is valid for; ``extra`` is what the caller adds (its distiller)."""
-    return f"{_code_digest()}:{extra}" if extra else _code_digest()
+    return f"{_code_digest()}:{hashlib.sha256(extra.encode()).hexdigest()[:12]}" if extra else _code_digest()
 
 
 def check(path: Path, previous: Watermark | None, *, reader: str, defer_s: float = 0.0,
@@ -132,7 +133,7 @@ def check(path: Path, previous: Watermark | None, *, reader: str, defer_s: float
             previous.size, previous.mtime_ns):
         return Check(Decision.UNCHANGED)
     age = (time.time() if now is None else now) - st.st_mtime
-    if defer_s and age < defer_s:
+    if defer_s and -_CLOCK_SKEW_S < age < defer_s:  # an mtime far in the future is skew, not activity
         return Check(Decision.DEFERRED, age_s=max(age, 0.0))
     grown = (previous is not None and previous.reader == reader and previous.format is not None
              and st.st_size >= previous.offset)
