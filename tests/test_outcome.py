@@ -10,7 +10,7 @@ import pytest
 
 from pipeline.ingest import ingest_file
 from pipeline.ingest.outcome import exit_status_outcome
-from pipeline.ingest.verification import analyze, is_test_path
+from pipeline.ingest.verification import analyze, is_test_path, reaction
 
 SWE = "mini_swe_agent/swebench_verified_gemini-3-pro"
 CC = "claude_code"
@@ -129,3 +129,14 @@ def test_a_complaint_as_the_last_word_fails_the_session(corpus: Path, tmp_path: 
     ("sklearn/metrics/_ranking.py", False)])
 def test_test_paths(path: str, test: bool) -> None:
     assert is_test_path(path) is test
+
+
+@pytest.mark.parametrize(("text", "verdict"), [
+    ("Thanks! Please update CLAUDE.md for current changes", "positive"), ("perfect, that works", "positive"),
+    ("LGTM", "positive"), ("it doesn't work, hello.py prints nothing", "negative"),
+    ("still failing on CI", "negative"), ("TODO is not acceptable, implementation must be full.", "negative"),
+    ("no, it's not phase 1 there bunch of pahses completed", "negative"),
+    ("great, but keep in mind that new file will be at the same folder", None),
+    ("No tests exist yet, add them", None), ("now add a --json flag", None), ("works on linux but not on mac", None)])
+def test_reactions_are_read_from_the_opening_of_a_message(text: str, verdict: str | None) -> None:
+    assert reaction(text) == verdict

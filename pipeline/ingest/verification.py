@@ -180,7 +180,10 @@ def analyze(trajectory: Trajectory) -> Verification:
     if v.submitted is not None:
         result = trajectory.result_of(v.submitted)
         text = result.text if result else ""
-        v.patch = split_patch(text) if "diff --git" in text else ({} if _ok(result) else None)
+        if "diff --git" in text:
+            v.patch = split_patch(text)
+        elif result is not None and _ok(result) and not text.strip():
+            v.patch = {}  # the submission printed nothing: an empty change
 
     throwaway = [c for c in created if c in scripts_run or c in removed]
 
@@ -221,12 +224,18 @@ def analyze(trajectory: Trajectory) -> Verification:
     for step in trajectory.steps:
         tool_seen = tool_seen or step.kind is StepKind.TOOL_CALL
         if tool_seen and step.kind is StepKind.USER and not step.meta:
-            opening = step.text.strip()[:160]
-            if _NEGATIVE.search(opening):
-                v.reactions.append((step, "negative"))
-            elif _POSITIVE.search(opening):
-                v.reactions.append((step, "positive"))
+            verdict = reaction(step.text)
+            if verdict:
+                v.reactions.append((step, verdict))
     return v
+
+
+def reaction(text: str) -> str | None:
+    """``positive`` / ``negative`` when a message opens with a verdict on the work (English only)."""
+    opening = text.strip()[:160]
+    if _NEGATIVE.search(opening):
+        return "negative"
+    return "positive" if _POSITIVE.search(opening) else None
 
 
 def _changes_code(trajectory: Trajectory, call: Step, files: set[str], created: dict[str, Step]) -> bool:
