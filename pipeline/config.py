@@ -5,8 +5,10 @@ from (``Config.origin``), so ``skillmill config show`` can say it. Sections are 
 stages add their fields here, in one place.
 
     [sources]
-    paths = ["~/.claude/projects", "~/.codex/sessions"]
-    ignore_paths = ["~/work/secret-repo"]
+    paths = ["~/work/agent-logs"]            # looked at besides the default locations
+    ignore_paths = ["~/work/secret-repo"]    # never read: files below it, and sessions run in it
+    repos = ["~/code/app"]                   # where repo-local histories live (Aider)
+    defer_minutes = 5                        # a session changed more recently is read next run
 
     [redaction]
     extra_patterns = { internal-token = "itk_[A-Za-z0-9]{32}" }
@@ -39,6 +41,11 @@ class _Section(BaseModel):
 class SourcesConfig(_Section):
     paths: list[str] | None = Field(None, description="Where to look when `skillmill run` gets no paths.")
     ignore_paths: list[str] = Field(default_factory=list, description="Never read anything below these.")
+    defaults: bool = Field(True, description="Also look in the places each format's agent keeps its files.")
+    repos: list[str] = Field(default_factory=list,
+                             description="Repositories holding repo-local histories (Aider's .aider.chat.history.md).")
+    defer_minutes: float = Field(5.0, ge=0, description="Files changed less than this long ago are still being "
+                                                        "written: discovery defers them to the next run.")
 
 
 class RedactionConfig(_Section):

@@ -6,15 +6,19 @@ directly. Only the caller's thread touches the state database (one DuckDB writer
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from pipeline import config
+from pipeline.config import Config
 from pipeline.distill import Distilled, consolidate, distill
 from pipeline.distill import heuristic as distiller
 from pipeline.errors import SkillFileError
 from pipeline.index.state import StateDB
-from pipeline.ingest import FileReport, ingest_file, iter_files
+from pipeline.ingest import FileReport, ingest_file, iter_files, sources, watermark
+from pipeline.ingest.watermark import Decision, Mode, Reading, Watermark
 from pipeline.library.model import Skill
 from pipeline.library.store import Library, SaveResult
 from pipeline.recall.index import IndexedSkill, publish
@@ -22,12 +26,114 @@ from pipeline.summary import NothingReusable, RunError, RunSummary
 from pipeline.trajectory import Trajectory
 
 
-def discover(paths: Iterable[str | Path]) -> list[Path]:
-    return list(iter_files(paths))
+def discover(paths: Iterable[str | Path], cfg: Config | None = None) -> list[Path]:
+    """The files under ``paths``; with no paths, what the default locations and ``[sources]`` hold."""
+    cfg = cfg or config.load()
+    paths = list(paths)
+    if not paths:
+        return sources.discover(cfg)
+    return list(iter_files(paths, ignore=sources.Ignore(cfg.sources.ignore_paths)))
 
 
 def parse(path: Path) -> tuple[FileReport, list[Trajectory]]:
     return ingest_file(path)
+
+
+# -- increments (issue 3): watermarks, deferral, superseded versions ------------------------
+def reader_key(cfg: Config | None = None) -> str:
+    """What a file's watermark is valid for: the parsing code, the distiller, ``ignore_paths``.
+
+    A different distiller (or version) must re-read files, or their trajectories would never
+    reach it; a changed ``ignore_paths`` must re-read the sessions it dropped or now drops.
+    Add whatever else decides what a run does with a trajectory.
+    """
+    ignored = ",".join(sorted((cfg or config.load()).sources.ignore_paths))
+    return watermark.reader_key(f"{distiller.NAME}/{distiller.VERSION}|{ignored}")
+
+
+@dataclass
+class ReadPlan:
+    """What a run does with each discovered file, decided from ``stat`` and the stored watermarks."""
+
+    to_read: list[tuple[Path, Watermark | None]] = field(default_factory=list)
+    deferred: list[tuple[Path, float]] = field(default_factory=list)
+    unchanged: list[Path] = field(default_factory=list)
+
+
+def plan_reads(state: StateDB, files: list[Path], *, reader: str, defer_s: float = 0.0) -> ReadPlan:
+    """Unchanged files are skipped, files still being written deferred, the rest read (resumed if they grew)."""
+    plan = ReadPlan()
+    marks = state.watermarks(str(p) for p in files)
+    now = time.time()
+    for path in files:
+        previous = marks.get(str(path))
+        check = watermark.check(path, previous, reader=reader, defer_s=defer_s, now=now)
+        if check.decision is Decision.UNCHANGED:
+            plan.unchanged.append(path)
+        elif check.decision is Decision.DEFERRED:
+            plan.deferred.append((path, check.age_s))
+        else:
+            if check.may_resume and previous is not None:
+                previous = previous.model_copy(update={"state": state.parser_state(previous.path)})
+            plan.to_read.append((path, previous))
+    return plan
+
+
+def read(path: Path, previous: Watermark | None, *, reader: str, ignore: sources.Ignore | None = None) -> Reading:
+    """Read what is new in one file; sessions run below ``ignore`` are dropped before anything keeps them."""
+    if ignore and ignore.covers(path):
+        report = FileReport(path=str(path), status="skipped")
+        report.error("below a folder in [sources] ignore_paths: not read")
+        return Reading(path, Mode.NEW, report, previous=previous)
+    reading = watermark.read(path, previous, reader=reader)
+    if ignore and reading.report is not None:
+        kept = [t for t in reading.trajectories if not ignore.covers_cwd(t.cwd)]
+        if len(kept) < len(reading.trajectories):
+            dropped = len(reading.trajectories) - len(kept)
+            reading.trajectories = kept
+            reading.report.trajectories = [s for s in reading.report.trajectories if s.id in {t.id for t in kept}]
+            reading.report.error(f"{dropped} session(s) ran below a folder in [sources] ignore_paths: dropped")
+            if not kept:
+                reading.report.status = "skipped"
+            if reading.watermark is not None:
+                reading.watermark.trajectories = [t.id for t in kept]
+    return reading
+
+
+def supersede(state: StateDB, readings: list[Reading]) -> int:
+    """A file read again gives new versions of its sessions: link each old trajectory to its successor.
+
+    Matched by session id (one trajectory on each side needs no match). The old rows and their
+    distillations stay; later runs leave superseded trajectories out of distilling and repo facts.
+    """
+    count = 0
+    for reading in readings:
+        if reading.previous is None or reading.watermark is None:
+            continue
+        new = {t.id: t for t in reading.trajectories}
+        old = [i for i in reading.previous.trajectories if i not in new]
+        if not old or not new:
+            continue
+        if len(old) == 1 and len(new) == 1:
+            pairs = [(old[0], next(iter(new)))]
+        else:
+            by_session = {t.session_id: t.id for t in new.values() if t.session_id}
+            sessions = state.session_ids(old)
+            pairs = [(o, by_session[sessions[o]]) for o in old if sessions.get(o) in by_session]
+        count += state.supersede(pairs, str(reading.path), f"file {reading.mode.value}")
+    return count
+
+
+def save_watermarks(state: StateDB, readings: list[Reading], failed: set[str]) -> int:
+    """Advance the watermarks of files read this run, after what they gave is stored and distilled.
+
+    A file with a trajectory whose distilling failed keeps its old watermark, so the next run
+    reads it again rather than never distilling it.
+    """
+    marks = [r.watermark for r in readings if r.watermark is not None]
+    kept = [m for m in marks if not failed.intersection(m.trajectories)]
+    state.save_watermarks(kept)
+    return len(kept)
 
 
 def distill_one(trajectory: Trajectory) -> Distilled:
@@ -57,27 +163,32 @@ def store_trajectories(state: StateDB, trajectories: list[Trajectory]) -> set[st
 
 
 def pending(state: StateDB, trajectories: list[Trajectory]) -> list[Trajectory]:
-    """Trajectories this distiller (at this version) has not seen yet: unchanged input is never redone."""
+    """Trajectories this distiller (at this version) has not seen yet: unchanged input is never redone,
+    nor an old version of a session that has grown since (a stale copy elsewhere, say)."""
     done = state.distilled((t.id for t in trajectories), distiller.NAME, distiller.VERSION)
+    done |= state.superseded(t.id for t in trajectories)
     unique = {t.id: t for t in trajectories if t.id not in done}
     return [unique[k] for k in sorted(unique)]
 
 
-def save_skill(library: Library, draft: Skill) -> tuple[str, SaveResult]:
+def save_skill(library: Library, draft: Skill, lineage: dict[str, set[str]] | None = None) -> tuple[str, SaveResult]:
     """Write a draft into the library without ever overwriting a person's decision.
 
-    * same name, same source trajectories: the draft replaces the candidate (version bumped
-      when the content changes);
+    * same name, same source trajectories (or later versions of them, per ``lineage``: id ->
+      the ids it superseded): the draft replaces the candidate (version bumped when the
+      content changes);
     * same name from another trajectory: the draft gets a distinct name;
     * an approved, deprecated or rejected skill is left as it is.
     """
     existing = library.get(draft.name)
     if existing is not None:
         old = existing.skill
-        same_origin = draft.kind == "repo" or set(draft.trajectory_ids()) <= set(old.trajectory_ids())
+        known = set(old.trajectory_ids())
+        same_origin = draft.kind == "repo" or all(
+            t in known or known & (lineage or {}).get(t, set()) for t in draft.trajectory_ids())
         if not same_origin:
             suffix = draft.trajectory_ids()[0][:6] if draft.sources else "2"
-            return save_skill(library, draft.model_copy(update={"name": f"{draft.name[:57]}-{suffix}"}))
+            return save_skill(library, draft.model_copy(update={"name": f"{draft.name[:57]}-{suffix}"}), lineage)
         if old.status != "candidate":
             return draft.name, "unchanged"
         if old.model_copy(update={"version": draft.version}) != draft:
@@ -90,10 +201,11 @@ def save_skill(library: Library, draft: Skill) -> tuple[str, SaveResult]:
 def write(state: StateDB, library: Library, results: list[Distilled], summary: RunSummary) -> WriteOutcome:
     outcome = WriteOutcome()
     repos: set[str] = set()
+    lineage = state.ancestors(r.trajectory for r in results)
     for result in sorted(results, key=lambda r: r.trajectory):
         names = []
         for draft in result.skills:
-            name, saved = save_skill(library, draft)
+            name, saved = save_skill(library, draft, lineage)
             outcome.results[name] = saved
             names.append(name)
         if result.reason:

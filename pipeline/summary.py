@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from pydantic import BaseModel, Field
 
 from pipeline.ingest.report import FileReport
+
+if TYPE_CHECKING:
+    from pipeline.ingest.watermark import Reading
 
 EXIT_OK = 0
 EXIT_PARTIAL = 1
@@ -15,6 +20,7 @@ class TrajectoryCounts(BaseModel):
     seen: int = 0
     new: int = 0
     failed: int = 0
+    deferred: int = Field(0, description="Sessions still being written: not read now, the next run reads them.")
 
 
 class SkillCounts(BaseModel):
@@ -29,12 +35,27 @@ class FileCounts(BaseModel):
     partial: int = 0
     failed: int = 0
     skipped: int = 0
+    unchanged: int = Field(0, description="Not opened: same size and mtime as when a run last read them.")
 
 
 class RunError(BaseModel):
     path: str | None = None
     line: int | None = None
     reason: str
+
+
+class Deferred(BaseModel):
+    path: str
+    modified_s_ago: float
+
+
+class Increments(BaseModel):
+    """How files changed since the last run read them (``pipeline.ingest.watermark``)."""
+
+    new: int = 0
+    appended: int = Field(0, description="Grown files of which only the new bytes were parsed.")
+    reread: int = Field(0, description="Changed files read whole (rewritten, or a format that cannot resume).")
+    superseded: int = Field(0, description="Stored trajectories replaced by a newer version of their session.")
 
 
 class NothingReusable(BaseModel):
@@ -52,6 +73,8 @@ class RunSummary(BaseModel):
     unchanged: list[str] = Field(default_factory=list, description="Skills this run produced again, identical.")
     library: str = ""
     errors: list[RunError] = Field(default_factory=list)
+    deferred: list[Deferred] = Field(default_factory=list, description="Files left for the next run.")
+    increments: Increments = Field(default_factory=Increments)
     duration_s: float = 0.0
 
     def add_file(self, report: FileReport) -> None:
@@ -64,6 +87,19 @@ class RunSummary(BaseModel):
                 self.errors.append(RunError(path=report.path, reason=f"... and {report.errors_dropped} more"))
         if report.status == "failed":
             self.trajectories.failed += 1
+
+    def add_reading(self, reading: Reading) -> None:
+        """Count one file read against its watermark (``pipeline.ingest.watermark``)."""
+        if reading.report is None:
+            self.files.unchanged += 1  # touched, same bytes: nothing was parsed
+            return
+        self.add_file(reading.report)
+        if reading.watermark is None:
+            return  # not read (ignored) or unreadable: it will be tried again, not remembered
+        if reading.mode in ("new", "appended"):
+            setattr(self.increments, str(reading.mode), getattr(self.increments, str(reading.mode)) + 1)
+        else:
+            self.increments.reread += 1
 
     @property
     def exit_code(self) -> int:

@@ -28,7 +28,7 @@ def test_samples_become_valid_candidate_skills_and_a_rerun_changes_nothing(tmp_p
     library = tmp_path / "skills"
     code, output, summary = run(str(SAMPLES), "--library", str(library))
     assert code == 0, output
-    assert summary["trajectories"] == {"seen": 6, "new": 6, "failed": 0}
+    assert summary["trajectories"] == {"seen": 6, "new": 6, "failed": 0, "deferred": 0}
     assert summary["skills"]["proposed"] >= 4 and summary["errors"] == []
     assert {"working-in-django", "working-in-flask"} <= set(summary["written"])
     assert any("read-only" in n["reason"] for n in summary["nothing_reusable"])

@@ -8,7 +8,6 @@ import sys
 import click
 
 from pipeline.cli._output import emit_json, progress_bar
-from pipeline.errors import UsageError
 
 
 @click.command("run")
@@ -17,16 +16,20 @@ from pipeline.errors import UsageError
               help="Skill library folder (default: $SKILLMILL_LIBRARY, the config file, $SKILLMILL_HOME/skills).")
 @click.option("--json", "as_json", is_flag=True, help="End with one JSON line summarizing the run.")
 @click.option("-v", "--verbose", is_flag=True, help="Show Prefect's logs.")
-def command(paths: tuple[str, ...], library: str | None, as_json: bool, verbose: bool) -> None:
+@click.option("--defer-minutes", type=click.FloatRange(min=0), default=None,
+              help="Leave files changed less than this long ago for the next run "
+                   "(default: [sources] defer_minutes, 5, with no PATHS; 0 for PATHS given).")
+def command(paths: tuple[str, ...], library: str | None, as_json: bool, verbose: bool,
+            defer_minutes: float | None) -> None:
     """Distill the trajectories in PATHS (files or folders) into candidate skills.
 
-    Runs the Prefect flow discover -> parse -> distill -> write -> index, on a temporary
-    local Prefect server unless PREFECT_API_URL is set. Exit 0 when every input was
-    processed, 1 when some failed (the rest is kept), 2 for usage errors.
+    With no PATHS, reads the places agents keep their sessions (`skillmill sources` lists
+    them). Only what is new since the last run is read: unchanged files are skipped, grown
+    sessions are read from where the last run stopped. Runs the Prefect flow discover ->
+    parse -> distill -> write -> index, on a temporary local Prefect server unless
+    PREFECT_API_URL is set. Exit 0 when every input was processed, 1 when some failed (the
+    rest is kept), 2 for usage errors.
     """
-    if not paths:
-        raise UsageError("no trajectory paths given",
-                         hint="pass files or folders, e.g. `skillmill run ~/.claude/projects`")
     from pipeline.ingest import iter_files
 
     next(iter(iter_files(paths)), None)  # a missing path is a usage error before any work starts
@@ -38,8 +41,11 @@ def command(paths: tuple[str, ...], library: str | None, as_json: bool, verbose:
 
     library = config.load({"library": library}).library
     with progress_bar():
-        result = nightly(paths=list(paths), library=library)
+        result = nightly(paths=list(paths), library=library, defer_minutes=defer_minutes)
     _print(result)
+    if not paths and not (result["files"]["seen"] or result["files"]["unchanged"] or result["deferred"]):
+        click.echo("No trajectory files in the default locations; `skillmill sources` shows where skillmill "
+                   "looked, [sources] paths in the config adds places.", err=True)
     if as_json:
         emit_json(result)
     sys.exit(result["exit_code"])
@@ -48,9 +54,15 @@ def command(paths: tuple[str, ...], library: str | None, as_json: bool, verbose:
 def _print(result: dict) -> None:
     echo = click.echo
     t, s, f = result["trajectories"], result["skills"], result["files"]
+    unchanged = f", {f['unchanged']} unchanged since the last run" if f.get("unchanged") else ""
     echo(f"Files: {f['seen']} read ({f['ok']} ok, {f['partial']} partial, {f['failed']} failed, "
-         f"{f['skipped']} not trajectories)")
-    echo(f"Trajectories: {t['seen']} seen, {t['new']} new, {t['failed']} failed")
+         f"{f['skipped']} not trajectories){unchanged}")
+    deferred = f", {t['deferred']} deferred" if t.get("deferred") else ""
+    echo(f"Trajectories: {t['seen']} seen, {t['new']} new, {t['failed']} failed{deferred}")
+    if result.get("deferred"):
+        echo("Still being written, read by the next run:")
+        for item in result["deferred"]:
+            echo(f"  ~ {item['path']}  (changed {item['modified_s_ago']:.0f} s ago)")
     echo(f"Skills: {s['proposed']} proposed, {s['updated']} updated, {s['unchanged']} unchanged "
          f"-> {result['library']}")
     for name in result["written"]:

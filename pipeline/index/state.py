@@ -17,6 +17,7 @@ import orjson
 from pipeline import settings
 from pipeline.distill.facts import RepoFact
 from pipeline.index.db import bulk_insert, connect, migrate
+from pipeline.ingest.watermark import Watermark
 from pipeline.library.store import StoredSkill
 from pipeline.trajectory import Trajectory
 
@@ -57,7 +58,24 @@ def _m001_initial(con: duckdb.DuckDBPyConnection) -> None:
             summary JSON)""")
 
 
-MIGRATIONS = [("001_initial", _m001_initial)]
+def _m010_watermarks(con: duckdb.DuckDBPyConnection) -> None:
+    """Per-file watermarks (``pipeline.ingest.watermark``) and which trajectory superseded which.
+
+    A session that grew is read again as a new trajectory (new content id); the old one stays,
+    with its distillations, and ``trajectory_lineage`` says what replaced it.
+    """
+    con.execute("""
+        CREATE TABLE file_watermarks (
+            path VARCHAR PRIMARY KEY, size BIGINT, mtime_ns BIGINT, byte_offset BIGINT, line_no BIGINT,
+            digest VARCHAR, format VARCHAR, status VARCHAR, trajectory_ids VARCHAR[], parser_state BLOB,
+            reader VARCHAR, read_at TIMESTAMPTZ)""")
+    con.execute("""
+        CREATE TABLE trajectory_lineage (
+            trajectory_id VARCHAR PRIMARY KEY, superseded_by VARCHAR, path VARCHAR, reason VARCHAR,
+            superseded_at TIMESTAMPTZ)""")
+
+
+MIGRATIONS = [("001_initial", _m001_initial), ("010_watermarks", _m010_watermarks)]
 
 
 class StateDB:
@@ -133,7 +151,9 @@ class StateDB:
             raise
 
     def facts(self, repo: str) -> list[RepoFact]:
-        rows = self.con.execute("SELECT fact FROM repo_facts WHERE repo = ? ORDER BY trajectory_id", [repo])
+        """The repo's facts from current trajectories (a superseded version would count a session twice)."""
+        rows = self.con.execute("SELECT fact FROM repo_facts WHERE repo = ? AND trajectory_id NOT IN "
+                                "(SELECT trajectory_id FROM trajectory_lineage) ORDER BY trajectory_id", [repo])
         return [RepoFact.model_validate_json(r[0]) for r in rows.fetchall()]
 
     def facts_like(self, repo: str) -> list[RepoFact]:
@@ -169,6 +189,71 @@ class StateDB:
             self.con.execute("ROLLBACK")
             raise
 
+    # -- watermarks and lineage (issue 3) -------------------------------------------------
+    def watermarks(self, paths: Iterable[str]) -> dict[str, Watermark]:
+        """The last watermark of each path, without the parser state (see :meth:`parser_state`)."""
+        paths = list(paths)
+        if not paths:
+            return {}
+        rows = self.con.execute(
+            f"SELECT {_WATERMARK_SELECT} FROM file_watermarks WHERE list_contains(?, path)", [paths]).fetchall()
+        return {r[0]: _watermark(r) for r in rows}
+
+    def parser_state(self, path: str) -> bytes | None:
+        row = self.con.execute("SELECT parser_state FROM file_watermarks WHERE path = ?", [path]).fetchone()
+        return bytes(row[0]) if row and row[0] is not None else None
+
+    def save_watermarks(self, marks: Iterable[Watermark]) -> None:
+        marks = list(marks)
+        if not marks:
+            return
+        self.con.execute("BEGIN TRANSACTION")
+        try:
+            self.con.execute("DELETE FROM file_watermarks WHERE list_contains(?, path)", [[m.path for m in marks]])
+            self.con.executemany(
+                "INSERT INTO file_watermarks VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                [[m.path, m.size, m.mtime_ns, m.offset, m.line, m.digest, m.format, m.status, m.trajectories,
+                  m.state, m.reader, m.read_at] for m in marks])
+            self.con.execute("COMMIT")
+        except BaseException:
+            self.con.execute("ROLLBACK")
+            raise
+
+    def session_ids(self, ids: Iterable[str]) -> dict[str, str | None]:
+        ids = list(ids)
+        rows = self.con.execute("SELECT id, session_id FROM trajectories WHERE list_contains(?, id)", [ids])
+        return dict(rows.fetchall()) if ids else {}
+
+    def supersede(self, pairs: Iterable[tuple[str, str]], path: str, reason: str) -> int:
+        """Record that each ``(old, new)`` trajectory is replaced; the old rows and distillations stay."""
+        now = datetime.now(UTC)
+        rows = [[old, new, path, reason, now] for old, new in pairs if old != new]
+        if rows:
+            self.con.executemany("INSERT OR REPLACE INTO trajectory_lineage VALUES (?, ?, ?, ?, ?)", rows)
+        return len(rows)
+
+    def superseded(self, ids: Iterable[str]) -> set[str]:
+        ids = list(ids)
+        if not ids:
+            return set()
+        rows = self.con.execute("SELECT trajectory_id FROM trajectory_lineage WHERE list_contains(?, trajectory_id)",
+                                [ids]).fetchall()
+        return {r[0] for r in rows}
+
+    def ancestors(self, ids: Iterable[str]) -> dict[str, set[str]]:
+        """For each id, every earlier version it (transitively) superseded."""
+        result: dict[str, set[str]] = {}
+        for start in ids:
+            found: set[str] = set()
+            frontier = [start]
+            while frontier:
+                rows = self.con.execute("SELECT trajectory_id FROM trajectory_lineage WHERE list_contains(?, "
+                                        "superseded_by)", [frontier]).fetchall()
+                frontier = [r[0] for r in rows if r[0] not in found and r[0] != start]
+                found.update(frontier)
+            result[start] = found
+        return result
+
     # -- runs ---------------------------------------------------------------------------
     def record_run(self, run_id: str, started: datetime, exit_code: int, summary: dict[str, Any]) -> None:
         self.con.execute("INSERT OR REPLACE INTO runs VALUES (?, ?, ?, ?, ?)",
@@ -203,3 +288,13 @@ def _step_row(trajectory_id: str, step: Any) -> dict[str, Any]:
     row["kind"] = str(step.kind)
     row["trajectory_id"] = trajectory_id
     return row
+
+
+_WATERMARK_SELECT = ("path, size, mtime_ns, byte_offset, line_no, digest, format, status, trajectory_ids, reader, "
+                     "read_at")
+
+
+def _watermark(row: tuple) -> Watermark:
+    path, size, mtime_ns, offset, line, digest, fmt, status, ids, reader, read_at = row
+    return Watermark(path=path, size=size, mtime_ns=mtime_ns, offset=offset, line=line, digest=digest, format=fmt,
+                     status=status, trajectories=list(ids or []), reader=reader, read_at=read_at)

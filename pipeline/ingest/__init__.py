@@ -10,27 +10,33 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pipeline.errors import UsageError
 from pipeline.ingest.base import TrajectoryFormat
 from pipeline.ingest.outcome import infer_outcome
-from pipeline.ingest.reader import Probe
+from pipeline.ingest.reader import Checkpoint, Probe
 from pipeline.ingest.report import FileReport
 from pipeline.plugins import registered_formats
 from pipeline.trajectory import Trajectory
 
-__all__ = ["FileReport", "Trajectory", "detect", "ingest_file", "iter_files"]
+if TYPE_CHECKING:
+    from pipeline.ingest.sources import Ignore
+
+__all__ = ["Checkpoint", "FileReport", "Trajectory", "detect", "ingest_file", "iter_files"]
 
 
 def _suffixes() -> tuple[str, ...]:
     return tuple(sorted({s for f in registered_formats() for s in f.suffixes}))
 
 
-def iter_files(paths: Iterable[str | Path]) -> Iterator[Path]:
+def iter_files(paths: Iterable[str | Path], *, ignore: Ignore | None = None) -> Iterator[Path]:
     """Files named directly, and files below directories whose suffix some format reads.
 
     Symlinked directories are not followed (no loops); a path that does not exist is a
-    usage error, raised before any work starts.
+    usage error, raised before any work starts. Folders ``ignore`` covers
+    (``[sources] ignore_paths``) are not entered; a file named directly is yielded even
+    there, so the caller can report it as ignored rather than lose it silently.
     """
     roots = [Path(p).expanduser() for p in paths]
     missing = [str(p) for p in roots if not p.exists() and not p.is_symlink()]
@@ -41,8 +47,12 @@ def iter_files(paths: Iterable[str | Path]) -> Iterator[Path]:
     seen: set[Path] = set()
     for root in roots:
         if root.is_dir():
+            if ignore and ignore.covers(root):
+                continue
             for folder, dirs, files in os.walk(root, followlinks=False):
                 dirs[:] = sorted(d for d in dirs if not d.startswith(".") or d == ".claude")
+                if ignore:
+                    dirs[:] = [d for d in dirs if not ignore.covers(Path(folder) / d)]
                 for name in sorted(files):
                     if name.endswith(suffixes) and not name.endswith(".report.json"):
                         path = Path(folder) / name
@@ -58,32 +68,43 @@ def detect(probe: Probe) -> TrajectoryFormat | None:
     return next((fmt for fmt in registered_formats() if fmt.sniff(probe)), None)
 
 
-def ingest_file(path: Path) -> tuple[FileReport, list[Trajectory]]:
-    """Parse one file into trajectories. Never raises for bad content: it is in the report."""
+def ingest_file(path: Path, *, checkpoint: Checkpoint | None = None,
+                fmt: TrajectoryFormat | None = None) -> tuple[FileReport, list[Trajectory]]:
+    """Parse one file into trajectories. Never raises for bad content: it is in the report.
+
+    ``fmt`` skips detection (the caller knows the format, e.g. when resuming); with a
+    ``checkpoint``, an incremental format resumes from it and leaves it where it stopped
+    (``pipeline.ingest.watermark``), others parse the whole file.
+    """
     report = FileReport(path=str(path))
     try:
         if not path.is_file():
             report.status = "failed"
             report.error("not a regular file (broken symlink, directory or device)")
             return report, []
-        probe = Probe.read(path)
+        probe = Probe.read(path) if fmt is None else None
     except OSError as exc:
         report.status = "failed"
         report.error(f"cannot read: {exc.strerror or exc}")
         return report, []
-    if not probe.head.strip():
-        report.status = "skipped"
-        report.error("empty file")
-        return report, []
-    fmt = detect(probe)
+    if probe is not None:
+        if not probe.head.strip():
+            report.status = "skipped"
+            report.error("empty file")
+            return report, []
+        fmt = detect(probe)
     if fmt is None:
         report.status = "skipped"
         report.error("not a trajectory of any known format (see `skillmill formats`)")
         return report, []
     report.format = fmt.name
     trajectories: list[Trajectory] = []
+    if checkpoint is not None and fmt.incremental:
+        parsed = fmt.resume(path, report, checkpoint)
+    else:
+        parsed = fmt.parse(path, report)
     try:
-        for trajectory in fmt.parse(path, report):
+        for trajectory in parsed:
             trajectory.outcome = infer_outcome(trajectory)
             trajectories.append(trajectory.with_id())
     except OSError as exc:

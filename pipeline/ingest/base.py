@@ -6,7 +6,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterator
 from pathlib import Path
 
-from pipeline.ingest.reader import Probe
+from pipeline.ingest.reader import Checkpoint, Probe
 from pipeline.ingest.report import FileReport
 from pipeline.trajectory import Trajectory
 
@@ -26,6 +26,8 @@ class TrajectoryFormat(ABC):
     suffixes: tuple[str, ...] = (".jsonl", ".json")
     #: Higher runs first when several formats could claim a file.
     priority: int = 0
+    #: True when ``resume`` can continue a file that only grows (append-only JSONL sessions).
+    incremental: bool = False
 
     @abstractmethod
     def sniff(self, probe: Probe) -> bool:
@@ -34,3 +36,14 @@ class TrajectoryFormat(ABC):
     @abstractmethod
     def parse(self, path: Path, report: FileReport) -> Iterator[Trajectory]:
         """Yield the trajectories in the file; record bad lines in ``report`` and go on."""
+
+    def resume(self, path: Path, report: FileReport, checkpoint: Checkpoint) -> Iterator[Trajectory]:
+        """Continue reading at ``checkpoint`` and leave it where this read stopped (``incremental`` only).
+
+        ``checkpoint.state`` is what this format stored after the bytes up to ``checkpoint.offset``
+        (None: start from the beginning). Trajectories come out whole -- the steps read before
+        plus the appended ones -- exactly as ``parse`` would give them for the whole file.
+        Formats that do not implement it are re-read whole when their file changes
+        (``pipeline.ingest.watermark``).
+        """
+        raise NotImplementedError(f"{self.name} cannot resume a partly read file")

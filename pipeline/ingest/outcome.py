@@ -1,39 +1,125 @@
-"""Outcome from the trajectory itself, when no label came with it.
+"""Did the session achieve what was asked? ``resolved`` | ``failed`` | ``unknown``, with evidence.
 
-Evidence, strongest first: the last check (test, build, lint) after the last edit and its
-exit code; a submitted patch; an error the session ended on.
+A label wins: parsers set it where one exists (a SWE-bench ``report.json``, OpenHands' resolver
+``success``, an ATIF/Harbor reward, or the agent's own exit status when a limit stopped it).
+Otherwise the trajectory is weighed (facts from ``pipeline.ingest.verification``), in this order:
+
+1. **The person's last word** on the final state: a reaction ("thanks, works", "it still fails")
+   after which nothing was changed. A human judged the result; nothing here is stronger.
+2. **A submitted change that cannot be right**: empty, or rewriting existing tests (the checks
+   then passed against expectations the agent chose, which proves nothing about the fix).
+3. **What the agent verified last**: the last project check (test, build, lint -- not its own
+   scripts) after the last change to the code. Passing and covering the changed code: resolved;
+   failing (and not the same failure as before any change): failed, failing tests left.
+   Project checks that passed after the change but not after its last edits: resolved, weaker.
+4. **An unverified autonomous submission** (no project check covered the change, at most
+   ad-hoc scripts ran): failed. An agent working alone has only its checks to show that it
+   worked; the skill library must not learn a procedure from a claim nobody verified.
+   Interactive sessions without checks stay unknown: a person was there and may have checked.
+5. **An error left unresolved**: the session ended on a failing tool call.
+
+What this cannot see, it says: ``unknown`` with the reason. Benchmarks: ``benchmarks/outcomes.py``.
 """
 
 from __future__ import annotations
 
+import re
+
+from pipeline.ingest.verification import Verification, analyze
 from pipeline.trajectory import Outcome, StepKind, Trajectory
-from pipeline.trajectory.commands import CHECKS, Purpose, classify
+
+#: Exit statuses (mini-swe-agent, SWE-agent) meaning the run was cut short rather than finished.
+_STOPPED = re.compile(r"exceeded|exit_(cost|context|format|error|forfeit|total_execution_time)|error|exception|"
+                      r"timeout|interrupt|killed|abort", re.I)
+
+
+def exit_status_outcome(status: str | None) -> Outcome | None:
+    """For parsers: the verdict an agent's exit status gives (None: it finished, weigh the evidence).
+
+    ``Submitted`` says nothing about correctness; ``LimitsExceeded``, ``exit_cost``, an exception
+    class name ... say the run was stopped before the agent was done.
+    """
+    if not status or status.strip().lower() == "submitted" or not _STOPPED.search(status):
+        return None
+    return Outcome(status="failed", source="heuristic", evidence=f"the agent was stopped: exit status {status}")
+
+
+def _outcome(status: str, evidence: str, step: int | None = None) -> Outcome:
+    return Outcome(status=status, source="heuristic", evidence=evidence, step=step)  # type: ignore[arg-type]
 
 
 def infer_outcome(trajectory: Trajectory) -> Outcome:
-    if trajectory.outcome.source == "label":
-        return trajectory.outcome
-    calls = trajectory.tool_calls()
-    if not calls:
-        return Outcome(status="unknown", source="heuristic", evidence="no tool activity")
-    actions = [(call, classify(call)) for call in calls]
-    last_edit = max((c.index for c, a in actions if a.purpose is Purpose.EDIT), default=-1)
-    checks = [(c, a) for c, a in actions if a.purpose in CHECKS and c.index > last_edit]
-    for call, action in reversed(checks):
-        result = trajectory.result_of(call)
-        if result is None or result.exit_code is None and result.is_error is None:
-            continue
-        failed = bool(result.is_error) if result.exit_code is None else result.exit_code != 0
-        verb = "failed" if failed else "passed"
-        return Outcome(status="failed" if failed else "resolved", source="heuristic", step=call.index,
-                       evidence=f"last {action.purpose.value} after the last edit {verb}: "
-                                f"`{(call.command or call.text)[:120]}`")
-    submitted = [c for c, a in actions if a.purpose is Purpose.SUBMIT]
-    if submitted and last_edit >= 0:
-        return Outcome(status="resolved", source="heuristic", step=submitted[-1].index,
-                       evidence="a patch was submitted after edits (no check ran after the last edit)")
-    last_result = next((s for s in reversed(trajectory.steps) if s.kind is StepKind.TOOL_RESULT), None)
-    if last_result is not None and last_result.is_error:
-        return Outcome(status="failed", source="heuristic", step=last_result.index,
-                       evidence="the session ended on a failing tool call")
-    return Outcome(status="unknown", source="heuristic", evidence="no check ran after the last edit")
+    if trajectory.outcome.source != "none":
+        return trajectory.outcome  # a label, or a verdict the parser read from the agent itself
+    if not trajectory.tool_calls():
+        return _outcome("unknown", "no tool activity")
+    v = analyze(trajectory)
+    return (_reaction(v) or _submission(v) or _checks(v) or _unverified(v) or _ended_on_error(trajectory)
+            or _outcome("unknown", "no check ran after the last edit"))
+
+
+def _reaction(v: Verification) -> Outcome | None:
+    for step, verdict in reversed(v.reactions):
+        if step.index > v.last_change:
+            quote = step.text.strip().splitlines()[0][:80]
+            return _outcome("resolved" if verdict == "positive" else "failed",
+                            f"the person's last reaction to the result: \"{quote}\"", step.index)
+        break
+    return None
+
+
+def _submission(v: Verification) -> Outcome | None:
+    if v.submitted is None or v.patch is None:
+        return None
+    if not v.patch:
+        return _outcome("failed", "the agent submitted nothing (an empty change)", v.submitted.index)
+    if v.rewritten_tests:
+        return _outcome("failed", f"the submitted change rewrites existing tests ({', '.join(v.rewritten_tests[:3])}): "
+                                  "its passing checks no longer test the original expectations", v.submitted.index)
+    return None
+
+
+def _checks(v: Verification) -> Outcome | None:
+    counted = [c for c in v.checks if not c.preexisting]
+    after = [c for c in counted if c.call.index > v.last_change]
+    if after:
+        final = after[-1]
+        if not final.passed:
+            what = "after the last change" if v.change_steps else "at the end"
+            return _outcome("failed", f"the last check {what} failed: `{final.command}`", final.call.index)
+        if final.covers_change:
+            what = "after the last change" if v.change_steps else "(no change made)"
+            return _outcome("resolved", f"the last check {what} passed: `{final.command}`", final.call.index)
+        covering = [c for c in after if c.covers_change]
+        if covering and covering[-1].passed:
+            return _outcome("resolved", f"a check of the changed code passed after the last change: "
+                                        f"`{covering[-1].command}`", covering[-1].call.index)
+    if v.change_steps:
+        since = [c for c in counted if c.call.index > v.first_change and c.passed and c.covers_change]
+        if since:
+            return _outcome("resolved", f"a check passed after the change (`{since[-1].command}`); "
+                                        "the edits after it were not checked again", since[-1].call.index)
+    return None
+
+
+def _unverified(v: Verification) -> Outcome | None:
+    if v.submitted is None or not v.change_steps:
+        return None
+    later = [c for c in v.checks if c.call.index > v.first_change]
+    if later and not any(c.passed for c in later):
+        how = f"its project checks failed after the change (`{later[-1].command}`), none ran after its last edit"
+    elif later:
+        how = "its checks after the change did not cover the changed code"
+    elif v.adhoc_after_change:
+        how = f"only its own scripts ran after the last change ({v.adhoc_after_change})"
+    else:
+        how = "nothing ran after the last change"
+    return _outcome("failed", f"submitted without any project test or build covering the change: {how}",
+                    v.submitted.index)
+
+
+def _ended_on_error(trajectory: Trajectory) -> Outcome | None:
+    last = next((s for s in reversed(trajectory.steps) if s.kind is StepKind.TOOL_RESULT), None)
+    if last is not None and last.is_error:
+        return _outcome("failed", "the session ended on a failing tool call", last.index)
+    return None

@@ -35,17 +35,31 @@ def _loads(raw: bytes, report: FileReport, line: int | None) -> Any:
     return orjson.loads(raw.decode("utf-8", errors="replace").encode())
 
 
-def iter_jsonl(path: Path, report: FileReport) -> Iterator[tuple[int, Any]]:
-    """Yield ``(line_number, record)`` for every line that parses; report the others."""
+def iter_jsonl(path: Path, report: FileReport, *, checkpoint: Checkpoint | None = None) -> Iterator[tuple[int, Any]]:
+    """Yield ``(line_number, record)`` for every line that parses; report the others.
+
+    With a ``checkpoint`` (incremental reads, see ``pipeline.ingest.watermark``), reading starts
+    at ``checkpoint.offset`` with line numbers after ``checkpoint.line``, and the checkpoint
+    advances past every *complete* line: a last line without its newline may still be being
+    written, so the next read starts again before it.
+    """
     with path.open("rb") as handle:
-        number = 0
+        number = checkpoint.line if checkpoint else 0
+        if checkpoint and checkpoint.offset:
+            handle.seek(checkpoint.offset)
         while True:
             raw = handle.readline(MAX_LINE_BYTES + 1)
             if not raw:
                 return
             number += 1
+            if checkpoint is not None and raw.endswith(b"\n"):
+                checkpoint.offset, checkpoint.line = handle.tell(), number
             if len(raw) > MAX_LINE_BYTES and not raw.endswith(b"\n"):
                 skipped = len(raw) + _skip_to_newline(handle)
+                if checkpoint is not None:
+                    end = handle.seek(handle.tell() - 1)
+                    if handle.read(1) == b"\n":  # skipped up to its end, not one still being written
+                        checkpoint.offset, checkpoint.line = end + 1, number
                 report.error(f"line of {skipped} bytes is longer than the {MAX_LINE_BYTES}-byte limit; skipped",
                              number)
                 continue
@@ -80,6 +94,18 @@ def load_json(path: Path, report: FileReport) -> Any | None:
     except orjson.JSONDecodeError as exc:
         report.error(f"invalid JSON: {exc}")
         return None
+
+
+@dataclass
+class Checkpoint:
+    """How far an incremental read got: bytes and lines consumed, and the parser's state there.
+
+    ``state`` is opaque to everyone but the format that wrote it (``TrajectoryFormat.resume``).
+    """
+
+    offset: int = 0
+    line: int = 0
+    state: bytes | None = None
 
 
 @dataclass

@@ -10,13 +10,15 @@ from __future__ import annotations
 
 import difflib
 import json
+import pickle
 import re
+import zlib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from pipeline.ingest.base import TrajectoryFormat
-from pipeline.ingest.reader import Probe, iter_jsonl
+from pipeline.ingest.reader import Checkpoint, Probe, iter_jsonl
 from pipeline.ingest.report import FileReport
 from pipeline.trajectory import Trajectory, TrajectoryBuilder
 from pipeline.trajectory.commands import is_shell_tool
@@ -60,9 +62,29 @@ class ClaudeCode(TrajectoryFormat):
                 return False
         return False
 
+    incremental = True
+
     def parse(self, path: Path, report: FileReport) -> Iterator[Trajectory]:
-        session = _Session(path)
-        for line, record in iter_jsonl(path, report):
+        return self._read(path, report, None)
+
+    def resume(self, path: Path, report: FileReport, checkpoint: Checkpoint) -> Iterator[Trajectory]:
+        """Incremental hook (watermarks, issue 3): continue a growing session where the last read stopped.
+
+        Claude Code only appends to a session file. The whole ``_Session`` (builder, open calls,
+        de-duplication keys) is pickled into ``checkpoint.state`` as it stood after the last
+        *complete* line, and the next read unpickles it and feeds only the appended lines, so calls
+        pair across the boundary and the task stays the first request. The caller
+        (``pipeline.ingest.watermark``) checks that the already-read bytes are unchanged and that the
+        state was written by this same code; otherwise it reads the file whole.
+        """
+        return self._read(path, report, checkpoint)
+
+    def _read(self, path: Path, report: FileReport, checkpoint: Checkpoint | None) -> Iterator[Trajectory]:
+        session = pickle.loads(checkpoint.state) if checkpoint and checkpoint.state else _Session(path)
+        snapshot = None
+        for line, record in iter_jsonl(path, report, checkpoint=checkpoint):
+            if checkpoint is not None and snapshot is None and line > checkpoint.line:
+                snapshot = pickle.dumps(session)  # a last line without newline: resume from before it
             if not isinstance(record, dict):
                 report.error(f"expected a JSON object, found {type(record).__name__}", line)
                 continue
@@ -70,6 +92,8 @@ class ClaudeCode(TrajectoryFormat):
                 session.add(record)
             except (TypeError, AttributeError, ValueError, KeyError) as exc:
                 report.error(f"unexpected shape of a {record.get('type')!r} entry: {exc}", line)
+        if checkpoint is not None:
+            checkpoint.state = snapshot or pickle.dumps(session)
         if session.builder.steps:
             yield session.build()
 
@@ -111,7 +135,8 @@ class _Session:
         for position, block in enumerate(content or []):
             if not isinstance(block, dict):
                 continue
-            key = block.get("id") or f"{message.get('id')}:{position}:{hash(str(block.get('text')))}"
+            # zlib.crc32, not hash(): the key must match across processes when a read resumes.
+            key = block.get("id") or f"{message.get('id')}:{position}:{zlib.crc32(str(block.get('text')).encode())}"
             if key in self.seen_blocks:
                 continue  # the same block written again by a later line of the same response
             self.seen_blocks.add(key)

@@ -17,6 +17,7 @@ from typing import Any
 import orjson
 
 from pipeline.ingest.base import TrajectoryFormat
+from pipeline.ingest.outcome import exit_status_outcome
 from pipeline.ingest.reader import Probe, load_json
 from pipeline.ingest.report import FileReport
 from pipeline.trajectory import Outcome, Trajectory, TrajectoryBuilder
@@ -73,7 +74,7 @@ class MiniSweAgent(TrajectoryFormat):
         if not builder.steps:
             report.error("the trajectory has no messages")
             return
-        builder.outcome = _label(path, instance_id)
+        builder.outcome = _label(path, instance_id) or exit_status_outcome(_exit_status(info, messages))
         yield builder.build()
 
 
@@ -160,6 +161,15 @@ def _task(content: str) -> str:
         if match and match.group(1).strip():
             return match.group(1).strip()
     return content.strip()
+
+
+def _exit_status(info: dict[str, Any], messages: list[Any]) -> str | None:
+    """``info.exit_status`` (v1), or the v1.1 terminal ``exit`` message's."""
+    status = info.get("exit_status")
+    last = messages[-1] if messages and isinstance(messages[-1], dict) else {}
+    if not status and last.get("role") == "exit" and isinstance(last.get("extra"), dict):
+        status = last["extra"].get("exit_status")
+    return str(status) if status else None
 
 
 def _label(path: Path, instance_id: Any) -> Outcome | None:

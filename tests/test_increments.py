@@ -1,0 +1,108 @@
+"""Nightly runs read only what is new: discovery, deferral, grown sessions superseding old versions."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from pipeline.cli import main
+from pipeline.index.state import StateDB
+from pipeline.library import Library
+
+pytestmark = pytest.mark.usefixtures("prefect_server")
+
+ORCHESTRATOR = "claude_code/claude-code-viewer/fe5e1c67-53e7-4862-81ae-d0e013e3270b.jsonl"
+SMALL = "claude_code/codemie-code/-tmp-private/4c2ddfdc-b619-4525-8d03-1950fb1b0257.jsonl"
+
+
+def run(*args: str) -> tuple[int, str, dict]:
+    result = CliRunner().invoke(main, ["run", "--json", *args], catch_exceptions=False)
+    return result.exit_code, result.output, json.loads(result.output.strip().splitlines()[-1])
+
+
+def test_a_grown_session_is_read_from_where_it_stopped_and_supersedes_its_old_version(
+        corpus: Path, tmp_path: Path) -> None:
+    lines = (corpus / ORCHESTRATOR).read_bytes().splitlines(keepends=True)
+    folder, library = tmp_path / "projects", tmp_path / "skills"
+    folder.mkdir()
+    live = folder / "session.jsonl"
+    live.write_bytes(b"".join(lines[:250]))
+    code, output, first = run(str(folder), "--library", str(library))
+    assert code == 0, output
+    assert first["increments"]["new"] == 1 and first["trajectories"]["new"] == 1
+    assert set(first["written"]) == {"demo-orchestrator-create-todo-app-next-js", "working-in-demo"}
+    skill_name = "demo-orchestrator-create-todo-app-next-js"
+
+    code, _, again = run(str(folder), "--library", str(library))
+    assert again["files"]["unchanged"] == 1 and again["files"]["seen"] == 0 and again["trajectories"]["seen"] == 0
+
+    with live.open("ab") as handle:
+        for line in lines[250:]:
+            handle.write(line)
+    code, output, grown = run(str(folder), "--library", str(library))
+    assert code == 0, output
+    assert grown["increments"] == {"new": 0, "appended": 1, "reread": 0, "superseded": 1}
+    assert grown["trajectories"]["new"] == 1
+    assert grown["skills"] == {"proposed": 0, "updated": 2, "unchanged": 0}, "no second skill for the same session"
+    assert sorted(grown["written"]) == sorted(first["written"])
+
+    stored = Library(library).get(skill_name).skill
+    with StateDB() as state:
+        old_id, new_id = state.con.execute(
+            "SELECT trajectory_id, superseded_by FROM trajectory_lineage").fetchone()
+        assert stored.trajectory_ids() == [new_id] and stored.version == 2
+        repo_skill = Library(library).get("working-in-demo").skill
+        assert repo_skill.trajectory_ids() == [new_id], "repo facts of the superseded version are not counted"
+        distilled = {r[0] for r in state.con.execute("SELECT trajectory_id FROM distillations").fetchall()}
+        assert distilled == {old_id, new_id}, "the old version's distillation history is kept"
+        steps = dict(state.con.execute("SELECT id, steps FROM trajectories").fetchall())
+        assert steps[new_id] > steps[old_id]
+        (mark,) = state.watermarks([str(live)]).values()
+        assert mark.offset == live.stat().st_size and mark.trajectories == [new_id]
+
+
+def test_a_copy_of_a_stored_session_is_not_stored_again(corpus: Path, tmp_path: Path) -> None:
+    first, second = tmp_path / "a", tmp_path / "b"
+    for folder in (first, second):
+        folder.mkdir()
+        shutil.copy2(corpus / SMALL, folder / "s.jsonl")
+    run(str(first), "--library", str(tmp_path / "skills"))
+    _, _, summary = run(str(second), "--library", str(tmp_path / "skills"))
+    assert summary["trajectories"]["seen"] == 1 and summary["trajectories"]["new"] == 0
+    with StateDB() as state:
+        assert state.count("trajectories") == 1 and state.count("file_watermarks") == 2
+
+
+def test_run_with_no_paths_discovers_defers_active_sessions_and_skips_ignored_ones(
+        corpus: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, isolated_home: Path) -> None:
+    home = tmp_path / "user"
+    projects = home / ".claude/projects"
+    (projects / "-work-app").mkdir(parents=True)
+    (projects / "-work-secret").mkdir()
+    shutil.copy2(corpus / SMALL, projects / "-work-app/done.jsonl")  # the corpus file's old mtime
+    shutil.copy(corpus / ORCHESTRATOR, projects / "-work-app/active.jsonl")  # written just now
+    shutil.copy2(corpus / ORCHESTRATOR, projects / "-work-secret/private.jsonl")
+    monkeypatch.setenv("HOME", str(home))
+    isolated_home.mkdir(parents=True, exist_ok=True)
+    (isolated_home / "skillmill.toml").write_text('[sources]\nignore_paths = ["/work/secret"]\n')
+    library = str(tmp_path / "skills")
+
+    code, output, summary = run("--library", library)
+    assert code == 0, output
+    assert summary["trajectories"] == {"seen": 1, "new": 1, "failed": 0, "deferred": 1}
+    assert [d["path"] for d in summary["deferred"]] == [str(projects / "-work-app/active.jsonl")]
+    assert "Still being written" in output and "active.jsonl" in output
+
+    old = (projects / "-work-app/done.jsonl").stat().st_mtime
+    os.utime(projects / "-work-app/active.jsonl", (old, old))  # the session has been quiet since
+    code, _, summary = run("--library", library)
+    assert summary["trajectories"]["deferred"] == 0 and summary["trajectories"]["new"] == 1
+    assert summary["files"]["unchanged"] == 1
+    with StateDB() as state:
+        paths = {r[0] for r in state.con.execute("SELECT source_path FROM trajectories").fetchall()}
+    assert paths == {str(projects / "-work-app/done.jsonl"), str(projects / "-work-app/active.jsonl")}
