@@ -220,7 +220,7 @@ def write(state: StateDB, library: Library, results: list[Distilled], summary: R
     for repo in sorted(repos, key=lambda r: (-r.count("/"), r)):
         by_name.setdefault(repo.rsplit("/", 1)[-1].lower(), repo)
     for repo in sorted(by_name.values()):
-        skill = consolidate(repo, state.facts_like(repo))
+        skill = consolidate(repo, state.facts(repo))
         if skill is not None:
             name, saved = save_skill(library, skill)
             outcome.results[name] = saved

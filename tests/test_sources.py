@@ -58,7 +58,7 @@ def write_config(isolated_home: Path, text: str) -> None:
     ("${ELSEWHERE_HOME:-~/.elsewhere}/sessions/YYYY/MM/DD/rollout-*.jsonl", ("home", "~/.elsewhere/sessions")),
     ("~/.local/share/opencode/storage/session/<projectID>/<id>.json", ("home", "~/.local/share/opencode/storage/session")),
     ("<repo>/.aider.chat.history.md", ("repo", ".aider.chat.history.md")),
-    (".aider.chat.history.md", ("repo", ".aider.chat.history.md")),
+    ("trajectories/<user>/<run>/<instance_id>.traj", None),  # relative to where a tool ran: not guessable
     ("<output dir>/<instance>/<instance>.traj.json", None),
     ("$UNSET_SKILLMILL_VAR/sessions/*.jsonl", None),
 ])

@@ -12,7 +12,7 @@ import pytest
 from pipeline.distill import distill
 from pipeline.distill.analysis import analyze
 from pipeline.ingest import ingest_file, iter_files
-from pipeline.trajectory import StepKind
+from pipeline.trajectory import Outcome, StepKind
 
 ROOT = "swe_agent"
 FC = ("demonstrations/replay__marshmallow-code__marshmallow-1867__function_calling_replace__install-1/"
@@ -212,6 +212,11 @@ def test_the_distiller_understands_swe_agent_commands(corpus: Path) -> None:
     purposes = [e.purpose.value for e in analyze(t).events]
     assert purposes == ["edit", "edit", "run", "explore", "explore", "edit", "edit", "edit", "edit", "run", "edit",
                         "submit"]
+    # Unlabelled and never checked by a project test, the run counts as failed: pitfalls only.
+    assert t.outcome.status == "failed" and t.outcome.source == "heuristic"
+    assert distill(t).skills[0].kind == "pitfall"
+    # Had a harness labelled it resolved, its edits would make the procedure:
+    t.outcome = Outcome(status="resolved", source="label", evidence="SWE-bench report (test)")
     distilled = distill(t)
     [skill] = distilled.skills
     assert skill.repo == "pydicom/pydicom" and skill.kind == "procedure"
@@ -224,7 +229,8 @@ def test_unchecked_runs_say_why_they_give_nothing(corpus: Path) -> None:
     _, [t] = ingest_file(corpus / ROOT / TEST_REPO)
     distilled = distill(t)
     assert not distilled.skills  # "python missing_colon.py" printed 8.2, but SWE-agent records no exit code
-    assert distilled.reason == "edits were never checked: no passing test, build, lint or run after them"
+    assert t.outcome.status == "failed" and "without any project test" in t.outcome.evidence
+    assert distilled.reason == "failed outcome with no error->fix pair to learn from"
 
 
 def test_preds_json_is_skipped_too(corpus: Path, tmp_path: Path) -> None:

@@ -151,17 +151,12 @@ class StateDB:
             raise
 
     def facts(self, repo: str) -> list[RepoFact]:
-        """The repo's facts from current trajectories (a superseded version would count a session twice)."""
-        rows = self.con.execute("SELECT fact FROM repo_facts WHERE repo = ? AND trajectory_id NOT IN "
-                                "(SELECT trajectory_id FROM trajectory_lineage) ORDER BY trajectory_id", [repo])
-        return [RepoFact.model_validate_json(r[0]) for r in rows.fetchall()]
-
-    def facts_like(self, repo: str) -> list[RepoFact]:
-        """Facts of every repo with the same name (``owner/x`` and a checkout folder ``x``)."""
+        """Facts of every repo with the same name (``owner/x`` and a checkout folder ``x``), from
+        current trajectories only (a superseded version would count a session twice)."""
         name = repo.rsplit("/", 1)[-1].lower()
         rows = self.con.execute(
-            "SELECT fact FROM repo_facts WHERE lower(regexp_extract(repo, '[^/]*$')) = ? ORDER BY trajectory_id",
-            [name])
+            "SELECT fact FROM repo_facts WHERE lower(regexp_extract(repo, '[^/]*$')) = ? AND trajectory_id NOT IN "
+            "(SELECT trajectory_id FROM trajectory_lineage) ORDER BY trajectory_id", [name])
         return [RepoFact.model_validate_json(r[0]) for r in rows.fetchall()]
 
     # -- skills -------------------------------------------------------------------------

@@ -112,14 +112,14 @@ def _expand(location: str) -> str:
 
 
 def location_root(location: str) -> tuple[str, Path] | None:
-    """``("home", root)`` for a machine-wide location, ``("repo", relative root)`` for a
-    repo-relative one, None when it cannot be discovered (``<output dir>/...``)."""
+    """``("home", root)`` for a machine-wide location, ``("repo", relative root)`` for one marked
+    ``<repo>/...``, None when it cannot be discovered (``<output dir>/...``, ``trajectories/...``)."""
     parts = Path(location).parts
     kind = "home"
     if parts and parts[0].lower() in _REPO_PLACEHOLDERS:
         kind, parts = "repo", parts[1:]
     elif parts and not (parts[0].startswith(("~", "/", "$"))):
-        kind = "repo"
+        return None  # relative to wherever a tool was run (``trajectories/<user>/...``): not guessable
     expanded = Path(_expand(str(Path(*parts)))) if parts else Path()
     kept: list[str] = []
     for part in expanded.parts:
