@@ -50,9 +50,9 @@ def main() -> None:
 
 
 def _register() -> None:
-    from pipeline.cli import formats, ingest, recall, run
+    from pipeline.cli import formats, ingest, recall, review, run
 
-    for module in (run, ingest, recall, formats):
+    for module in (run, ingest, recall, formats, review):
         main.add_command(module.command)
 
 
