@@ -321,3 +321,20 @@ def test_review_errors_say_what_to_do(tmp_path: Path) -> None:
     assert nolib.exit_code == 2 and "no skill library" in nolib.output
     assert items(Library(tmp_path / "lib"))  # the rest still waits
     assert markdown.parse(Library(tmp_path / "lib").get(SITEMAPS).file.read_text()).status == "approved"
+
+
+def test_the_background_publisher_coalesces_and_catches_up(tmp_path: Path) -> None:
+    from pipeline.review.publish import BackgroundPublisher
+
+    build([SAMPLES], tmp_path / "lib")
+    library = Library(tmp_path / "lib")
+    publisher = BackgroundPublisher(library)
+    try:
+        review = Review(library, "alice", publish=publisher.request)
+        names = [i.name for i in items(library)]
+        for name in names:  # faster than a republish: requests coalesce
+            review.approve(name)
+        assert publisher.flush(timeout=120) and not publisher.pending and publisher.errors == []
+        assert recall(QUERY)[0] == {**recall(QUERY)[0], "name": SITEMAPS, "status": "approved"}
+    finally:
+        publisher.close()

@@ -93,6 +93,15 @@ def keys(page, *presses: str) -> None:
         page.keyboard.press(key)
 
 
+def settled(page, server: Server) -> None:
+    """Wait until the server's background republish has caught up with every decision."""
+    for _ in range(1200):
+        if not page.request.get(f"{server.base}/status").json()["republishing"]:
+            return
+        time.sleep(0.05)
+    raise AssertionError("the recall index was not republished within a minute")
+
+
 def shot(page, name: str) -> None:
     SHOTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(SHOTS / f"{name}.png"), full_page=False)
@@ -156,6 +165,7 @@ def test_done_when_in_the_browser(tmp_path: Path, page, monkeypatch: pytest.Monk
         assert "Approved" in page.locator("#flash").inner_text()
         assert page.locator("#skill-name").inner_text() != SITEMAPS
         assert lib.get(SITEMAPS).skill.status == "approved"
+        settled(page, server)
         assert recall(QUERY)[:1] == [SITEMAPS]
 
         # reject with the keyboard
@@ -165,6 +175,7 @@ def test_done_when_in_the_browser(tmp_path: Path, page, monkeypatch: pytest.Monk
         with page.expect_navigation():
             page.keyboard.press("Enter")
         assert "Rejected working-in-django" in page.locator("#flash").inner_text()
+        settled(page, server)
         assert "working-in-django" not in recall("run the django tests with runtests.py", "--include-candidates")
 
         # edit: an invalid text is refused with the reason, a valid one is saved and re-flagged

@@ -284,17 +284,22 @@ def _lock_for(file: Path) -> contextlib.AbstractContextManager[None]:
 
 
 #: Parsed skills by (path, inode, mtime, size): the review page re-reads the library on every request,
-#: and atomic writes always give a changed file a new inode.
+#: and atomic writes always give a changed file a new inode. Callers get a copy of the cached model.
 _PARSED: dict[tuple[str, int, int, int], Skill] = {}
 _PARSED_MAX = 4096
 
 
+def file_key(file: Path) -> tuple[str, int, int, int]:
+    """What identifies one written state of a file (atomic writes change the inode)."""
+    info = file.stat()
+    return (str(file), info.st_ino, info.st_mtime_ns, info.st_size)
+
+
 def read_skill(file: Path) -> Skill:
     try:
-        info = file.stat()
-        key = (str(file), info.st_ino, info.st_mtime_ns, info.st_size)
+        key = file_key(file)
         if key in _PARSED:
-            return _PARSED[key].model_copy(deep=True)  # callers may change what they get
+            return _PARSED[key].model_copy()  # skills are changed with model_copy(update=...), never in place
         text = file.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise SkillFileError(f"cannot read {file}: {exc}", path=str(file)) from exc

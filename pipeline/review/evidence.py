@@ -9,6 +9,7 @@ never ingested here) the skill is still shown, with a note that says why.
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -24,6 +25,11 @@ _STEPS = """
 _TRAJECTORIES = """
     SELECT id, agent, model, task, outcome, source_path, repo, steps FROM trajectories
     WHERE list_contains($ids, id)"""
+
+
+#: Serializes opening and closing the state DB within a process (creating or dropping the shared
+#: DuckDB instance); once open, connections of one configuration run side by side.
+STATE_DB_LOCK = threading.RLock()
 
 
 @dataclass(frozen=True)
@@ -122,7 +128,11 @@ def load(skills: list[Skill], path: Path | None = None) -> Excerpts:
                     "that distilled these skills")
         return out
     try:
-        con = connect(path, read_only=True)
+        with STATE_DB_LOCK:
+            # Same configuration as the writer: in one process DuckDB shares an instance between
+            # connections with one configuration and refuses a read-only one beside a writer (the review
+            # server republishes in a background thread while pages read excerpts). Nothing is written.
+            con = connect(path)
     except IndexError_ as exc:
         out.note = f"trajectory excerpts unavailable: {exc.message} ({exc.hint})" if exc.hint else exc.message
         return out
@@ -134,7 +144,8 @@ def load(skills: list[Skill], path: Path | None = None) -> Excerpts:
         for row in con.execute(_TRAJECTORIES, {"ids": ids}).fetchall():
             out.sources[row[0]] = Source(*row)
     finally:
-        con.close()
+        with STATE_DB_LOCK:
+            con.close()
     absent = [t for t in ids if t not in out.sources]
     if absent:
         out.note = (f"{len(absent)} source trajectories are not in {path} "

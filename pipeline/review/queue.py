@@ -17,6 +17,7 @@ from pipeline.library import Library, StoredSkill, markdown
 from pipeline.library.history import REVIEW_KEYS
 from pipeline.library.memory import REOPENED, REVIEWED
 from pipeline.library.model import Skill
+from pipeline.library.store import file_key
 from pipeline.review.flags import Flag, flag_codes, risk_flags
 
 PENDING = ("proposed", "candidate")
@@ -101,8 +102,20 @@ def repo_matches(wanted: str, repo: str | None) -> bool:
     return wanted in (repo, repo.rsplit("/", 1)[-1])
 
 
+#: Flags by skill file state: the queue is recomputed on every page, the files rarely change.
+_FLAGS: dict[tuple[str, int, int, int], list[Flag]] = {}
+
+
 def _item(stored: StoredSkill, status: str, base: StoredSkill | None = None) -> ReviewItem:
-    return ReviewItem(stored, status, risk_flags(stored.skill), base)
+    try:
+        key = file_key(stored.file)
+    except OSError:
+        return ReviewItem(stored, status, risk_flags(stored.skill), base)
+    if key not in _FLAGS:
+        if len(_FLAGS) > 8192:
+            _FLAGS.clear()
+        _FLAGS[key] = risk_flags(stored.skill)
+    return ReviewItem(stored, status, list(_FLAGS[key]), base)
 
 
 def items(library: Library, filters: Filters | None = None,

@@ -18,6 +18,7 @@ def serve(library: Library, *, port: int = 8765, who: str, token: str | None = N
     """Serve until interrupted. Prints the URL (with the token) first, flushed, so scripts can read it."""
     import uvicorn
 
+    from pipeline.review.publish import BackgroundPublisher
     from pipeline.review.web.app import create_app
 
     token = token or secrets.token_urlsafe(24)
@@ -31,7 +32,8 @@ def serve(library: Library, *, port: int = 8765, who: str, token: str | None = N
                          hint="pass another --port, or --port 0 for any free one") from exc
     sock.listen(128)
     bound = sock.getsockname()[1]
-    app = create_app(library, token=token, who=who, cookie=f"skillmill_review_{bound}")
+    publisher = BackgroundPublisher(library)
+    app = create_app(library, token=token, who=who, cookie=f"skillmill_review_{bound}", publisher=publisher)
     click.echo(f"Reviewing {library.root} as {who}")
     click.echo(f"Open http://{HOST}:{bound}/?token={token}")
     click.echo(f"token: {token}  (required on every request; Ctrl-C stops the server)")
@@ -42,3 +44,6 @@ def serve(library: Library, *, port: int = 8765, who: str, token: str | None = N
         server.run(sockets=[sock])
     finally:
         sock.close()
+        if publisher.pending:
+            click.echo("finishing the last recall index republish...", err=True)
+        publisher.close()  # every decision reaches the index before the server exits

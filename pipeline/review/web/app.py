@@ -22,6 +22,7 @@ from pipeline.errors import SkillmillError
 from pipeline.library import Library
 from pipeline.review import evidence
 from pipeline.review.decisions import Review, reviewer, validate_edit
+from pipeline.review.publish import BackgroundPublisher
 from pipeline.review.queue import (
     KINDS,
     PENDING,
@@ -60,8 +61,16 @@ def _query(params: Any) -> str:
     return urlencode(keep)
 
 
-def create_app(library: Library, *, token: str, who: str, cookie: str = "skillmill_review") -> FastAPI:
+def create_app(library: Library, *, token: str, who: str, cookie: str = "skillmill_review",
+               publisher: BackgroundPublisher | None = None) -> FastAPI:
+    """The review app. Decisions republish the recall index through ``publisher`` (in the background)."""
     app = FastAPI(title="skillmill review", docs_url=None, redoc_url=None, openapi_url=None)
+    publisher = publisher or BackgroundPublisher(library)
+    app.state.publisher = publisher
+
+    def review(by: str) -> Review:
+        return Review(library, by, publish=publisher.request)
+
     app.mount("/static", StaticFiles(directory=HERE / "static"), name="static")
     env = Environment(loader=FileSystemLoader(HERE / "templates"), autoescape=select_autoescape(["html"]),
                       trim_blocks=True, lstrip_blocks=True)
@@ -157,6 +166,11 @@ def create_app(library: Library, *, token: str, who: str, cookie: str = "skillmi
             return render("denied.html", request, status=404, error=exc.message, title="Not found")
         return render("edit.html", request, item=item, text=item.stored.file.read_text(encoding="utf-8"))
 
+    @app.get("/status")
+    def status() -> dict[str, object]:
+        """Whether agents already see every decision (the recall index is republished)."""
+        return {"republishing": publisher.pending, "errors": publisher.errors[-5:]}
+
     @app.get("/log", response_class=HTMLResponse)
     def log_page(request: Request) -> HTMLResponse:
         entries = list(reversed(library.audit.entries(request.query_params.get("skill") or None)))
@@ -183,12 +197,13 @@ def create_app(library: Library, *, token: str, who: str, cookie: str = "skillmi
                 return _skill(name, request, 400, "This skill is flagged: tick “I read the flagged lines” to approve it.",
                               params=form)
             order = [i.name for i in items(library, _filters(form))]
-            decision = Review(library, by).approve(name)[0]
+            decision = review(by).approve(name)[0]
         except PermissionError as exc:
             return render("denied.html", request, status=403, error=str(exc))
         except SkillmillError as exc:
             return _skill(name, request, 400, exc.message, params=form)
-        return after_decision(name, order, form, f"Approved {name} v{decision.version}: agents can recall it now.")
+        return after_decision(name, order, form, f"Approved {name} v{decision.version}: agents get it as soon as "
+                                                 "the recall index is republished (in the background, a second).")
 
     @app.post("/skill/{name}/reject")
     async def reject(name: str, request: Request) -> Response:
@@ -200,7 +215,7 @@ def create_app(library: Library, *, token: str, who: str, cookie: str = "skillmi
                 return _skill(name, request, 400, "Say why you reject it: the reason goes into the audit log.",
                               params=form)
             order = [i.name for i in items(library, _filters(form))]
-            Review(library, by).reject(name, reason)
+            review(by).reject(name, reason)
         except PermissionError as exc:
             return render("denied.html", request, status=403, error=str(exc))
         except SkillmillError as exc:
@@ -215,7 +230,7 @@ def create_app(library: Library, *, token: str, who: str, cookie: str = "skillmi
             by = checked(form)
             item = find(library, name)
             validate_edit(item, text)
-            decision = Review(library, by).edit(name, text)
+            decision = review(by).edit(name, text)
         except PermissionError as exc:
             return render("denied.html", request, status=403, error=str(exc))
         except SkillmillError as exc:
@@ -237,7 +252,7 @@ def create_app(library: Library, *, token: str, who: str, cookie: str = "skillmi
         try:
             by = checked(form)
             filters = _filters(form)
-            batch = Review(library, by).approve_matching(filters)
+            batch = review(by).approve_matching(filters)
         except PermissionError as exc:
             return render("denied.html", request, status=403, error=str(exc))
         except SkillmillError as exc:
