@@ -310,8 +310,12 @@ def test_a_decision_while_a_run_holds_the_state_database_still_reaches_recall(tm
 def test_review_errors_say_what_to_do(tmp_path: Path) -> None:
     build([SAMPLES], tmp_path / "lib")
     lib = str(tmp_path / "lib")
-    missing = CliRunner().invoke(main, ["review", "approve", "no-such-skill", "--by", "a", "--library", lib])
+    missing = CliRunner().invoke(main, ["review", "approve", "working-in-flask", "no-such-skill", "--by", "a",
+                                        "--library", lib])
     assert missing.exit_code == 1 and "no skill named 'no-such-skill'" in missing.output and "hint:" in missing.output
+    assert Library(tmp_path / "lib").get("working-in-flask").skill.status == "candidate"  # all or nothing
+    outside = CliRunner().invoke(main, ["review", "show", "..", "--library", lib])
+    assert outside.exit_code == 1 and "is not a skill name" in outside.output
     cli("review", "approve", SITEMAPS, "--by", "a", "--library", lib)
     twice = CliRunner().invoke(main, ["review", "reject", SITEMAPS, "--reason", "x", "--by", "a", "--library", lib])
     assert twice.exit_code == 1 and "deprecate" in twice.output

@@ -214,6 +214,8 @@ def test_done_when_in_the_browser(tmp_path: Path, page, monkeypatch: pytest.Monk
         assert "too generic for our agents" in log_text and "alice" in log_text
         shot(page, "06-audit-log")
 
+        assert page.goto(f"{server.base}/skill/..%2F..%2Fetc").status == 404
+
         # a forged form (right cookie, no form token) is refused
         response = page.request.post(f"{server.base}/skill/working-in-flask/approve", form={"who": "mallory"})
         assert response.status == 403 and lib.get("working-in-flask").skill.status == "candidate"

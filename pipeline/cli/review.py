@@ -440,10 +440,10 @@ def restore_command(name: str, version: int, who: str | None, library: str | Non
 def history_command(name: str, as_json: bool, library: str | None) -> None:
     """Every kept version of a skill, and the decisions taken on each."""
     from pipeline.library.audit import sha256_file
-    from pipeline.review.queue import NotFound
+    from pipeline.review.queue import NotFound, check_name
 
     lib = _open_library(library)
-    versions = lib.history.versions(name)
+    versions = lib.history.versions(check_name(name))
     if not versions:
         raise NotFound(f"no kept versions of {name!r} in {lib.history.folder(name)}")
     entries = lib.audit.entries(name)

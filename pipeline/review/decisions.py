@@ -30,7 +30,7 @@ from pipeline.library.memory import REVIEWED
 from pipeline.library.model import Skill
 from pipeline.library.store import SKILL_FILE, atomic_write
 from pipeline.review.flags import flag_codes, risk_flags
-from pipeline.review.queue import Filters, NotFound, ReviewItem, find, items
+from pipeline.review.queue import Filters, NotFound, ReviewItem, check_name, find, items
 
 ENV_REVIEWER = "SKILLMILL_REVIEWER"
 
@@ -101,10 +101,24 @@ class Review:
 
     # -- approve ------------------------------------------------------------------------
     def approve(self, *names: str) -> list[Decision]:
-        """Approve skills (or proposed changes) by name; flagged ones too: a person named them."""
+        """Approve skills (or proposed changes) by name; flagged ones too: a person named them.
+
+        All or nothing: a missing name, or one that is not pending, approves none of them.
+        """
         with self.library.lock():
-            decisions = [self._approve(find(self.library, name)) for name in names]
-            self.publish(self.library)
+            found = [find(self.library, name) for name in dict.fromkeys(names)]
+            for item in found:
+                if item.status not in ("candidate", "proposed"):
+                    raise ReviewError(f"{item.name} is {item.status}: only candidates and proposed changes are "
+                                      "approved" + (" (nothing was approved)" if len(found) > 1 else ""),
+                                      hint=_state_hint(item))
+            decisions = []
+            try:
+                for item in found:
+                    decisions.append(self._approve(item))
+            finally:
+                if decisions:
+                    self.publish(self.library)
         return decisions
 
     def approve_matching(self, filters: Filters) -> Batch:
@@ -160,6 +174,7 @@ class Review:
 
     def deprecate(self, name: str, reason: str) -> Decision:
         reason = _reason(reason, "deprecate")
+        check_name(name)
         with self.library.lock():
             stored = self.library.get(name)
             if stored is None:
@@ -205,6 +220,7 @@ class Review:
     def restore(self, name: str, version: int) -> Decision:
         """Make version N the newest version (see the module docstring for its status)."""
         history = self.library.history
+        check_name(name)
         with self.library.lock():
             text = history.text(name, version)
             if text is None:

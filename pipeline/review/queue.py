@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import difflib
 import fnmatch
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,7 +17,7 @@ from pipeline.errors import SkillFileError, SkillmillError
 from pipeline.library import Library, StoredSkill, markdown
 from pipeline.library.history import REVIEW_KEYS
 from pipeline.library.memory import REOPENED, REVIEWED
-from pipeline.library.model import Skill
+from pipeline.library.model import MAX_NAME, NAME_PATTERN, Skill
 from pipeline.library.store import file_key
 from pipeline.review.flags import Flag, flag_codes, risk_flags
 
@@ -142,8 +143,17 @@ def _base(library: Library, name: str) -> StoredSkill | None:
         return None
 
 
+def check_name(name: str) -> str:
+    """A skill name, or NotFound: names reach file paths (``..`` must never walk out of the library)."""
+    if not re.fullmatch(NAME_PATTERN, name) or len(name) > MAX_NAME:
+        raise NotFound(f"{name!r} is not a skill name",
+                       hint="names are lowercase letters, digits and single hyphens; see `skillmill review list`")
+    return name
+
+
 def find(library: Library, name: str) -> ReviewItem:
     """The item a decision about NAME applies to: a pending proposed change first, else the skill."""
+    check_name(name)
     proposal = library.proposal(name)
     if proposal is not None:
         return _item(proposal, "proposed", _base(library, name))
