@@ -22,7 +22,7 @@ from pipeline.ingest.watermark import Decision, Mode, Reading, Watermark
 from pipeline.library.model import Skill
 from pipeline.library.store import Library, SaveResult
 from pipeline.recall.index import IndexedSkill, publish
-from pipeline.summary import NothingReusable, RunError, RunSummary
+from pipeline.summary import NothingReusable, Reopened, RunError, RunSummary
 from pipeline.trajectory import Trajectory
 
 
@@ -143,6 +143,7 @@ def distill_one(trajectory: Trajectory) -> Distilled:
 @dataclass
 class WriteOutcome:
     results: dict[str, SaveResult] = field(default_factory=dict)
+    reopened: dict[str, str] = field(default_factory=dict)  # rejected skills back with new evidence
 
     def count(self, summary: RunSummary) -> None:
         for name, result in sorted(self.results.items()):
@@ -153,6 +154,7 @@ class WriteOutcome:
             else:
                 summary.skills.unchanged += 1
             (summary.written if result != "unchanged" else summary.unchanged).append(name)
+        summary.reopened += [Reopened(name=n, reason=r) for n, r in sorted(self.reopened.items())]
 
 
 def store_trajectories(state: StateDB, trajectories: list[Trajectory]) -> set[str]:
@@ -171,7 +173,26 @@ def pending(state: StateDB, trajectories: list[Trajectory]) -> list[Trajectory]:
     return [unique[k] for k in sorted(unique)]
 
 
-def save_skill(library: Library, draft: Skill, lineage: dict[str, set[str]] | None = None) -> tuple[str, SaveResult]:
+def save_skill(library: Library, draft: Skill, lineage: dict[str, set[str]] | None = None,
+               reopened: dict[str, str] | None = None) -> tuple[str, SaveResult]:
+    """Write a draft unless a person rejected the same skill for the same evidence (``library/memory.py``).
+
+    A rejected skill whose evidence changed materially comes back as a candidate that says why;
+    ``reopened`` (when given) collects ``name -> note`` for the run summary.
+    """
+    with library.lock():
+        rejection = library.rejection(draft)
+        if rejection is None:
+            return _save_draft(library, draft, lineage)
+        if not rejection.news:
+            return rejection.skill.name, "unchanged"
+        skill, result = library.reopen(draft, rejection)
+        if reopened is not None:
+            reopened[skill.name] = skill.extra_metadata.get("reopened", "")
+        return skill.name, result
+
+
+def _save_draft(library: Library, draft: Skill, lineage: dict[str, set[str]] | None = None) -> tuple[str, SaveResult]:
     """Write a draft into the library without ever overwriting a person's decision.
 
     * same name, same source trajectories (or later versions of them, per ``lineage``: id ->
@@ -188,7 +209,7 @@ def save_skill(library: Library, draft: Skill, lineage: dict[str, set[str]] | No
             t in known or known & (lineage or {}).get(t, set()) for t in draft.trajectory_ids())
         if not same_origin:
             suffix = draft.trajectory_ids()[0][:6] if draft.sources else "2"
-            return save_skill(library, draft.model_copy(update={"name": f"{draft.name[:57]}-{suffix}"}), lineage)
+            return _save_draft(library, draft.model_copy(update={"name": f"{draft.name[:57]}-{suffix}"}), lineage)
         if old.status != "candidate":
             return draft.name, "unchanged"
         if old.model_copy(update={"version": draft.version}) != draft:
@@ -205,7 +226,7 @@ def write(state: StateDB, library: Library, results: list[Distilled], summary: R
     for result in sorted(results, key=lambda r: r.trajectory):
         names = []
         for draft in result.skills:
-            name, saved = save_skill(library, draft, lineage)
+            name, saved = save_skill(library, draft, lineage, outcome.reopened)
             outcome.results[name] = saved
             names.append(name)
         if result.reason:
@@ -222,7 +243,7 @@ def write(state: StateDB, library: Library, results: list[Distilled], summary: R
     for repo in sorted(by_name.values()):
         skill = consolidate(repo, state.facts(repo))
         if skill is not None:
-            name, saved = save_skill(library, skill)
+            name, saved = save_skill(library, skill, reopened=outcome.reopened)
             outcome.results[name] = saved
     outcome.count(summary)
     return outcome
@@ -236,4 +257,5 @@ def index(state: StateDB, library: Library, summary: RunSummary) -> int:
 
     stored = list(library.entries(on_error=report))
     state.sync_skills(stored)
+    state.sync_review_log(str(library.root), library.audit.entries())
     return publish(IndexedSkill.of(s) for s in stored)

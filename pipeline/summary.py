@@ -63,6 +63,13 @@ class NothingReusable(BaseModel):
     reason: str
 
 
+class Reopened(BaseModel):
+    """A skill a person rejected, back as a candidate because its evidence changed materially."""
+
+    name: str
+    reason: str
+
+
 class RunSummary(BaseModel):
     run_id: str = ""
     trajectories: TrajectoryCounts = Field(default_factory=TrajectoryCounts)
@@ -71,6 +78,7 @@ class RunSummary(BaseModel):
     nothing_reusable: list[NothingReusable] = Field(default_factory=list)
     written: list[str] = Field(default_factory=list, description="Skills created or changed by this run.")
     unchanged: list[str] = Field(default_factory=list, description="Skills this run produced again, identical.")
+    reopened: list[Reopened] = Field(default_factory=list)
     library: str = ""
     errors: list[RunError] = Field(default_factory=list)
     deferred: list[Deferred] = Field(default_factory=list, description="Files left for the next run.")

@@ -50,9 +50,9 @@ def main() -> None:
 
 
 def _register() -> None:
-    from pipeline.cli import formats, ingest, recall, run, sources
+    from pipeline.cli import formats, ingest, recall, review, run, sources
 
-    for module in (run, ingest, recall, formats, sources):
+    for module in (run, ingest, recall, formats, sources, review):
         main.add_command(module.command)
 
 

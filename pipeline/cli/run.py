@@ -69,6 +69,8 @@ def _print(result: dict) -> None:
         echo(f"  + {name}")
     for name in result["unchanged"]:
         echo(f"  = {name}")
+    for item in result.get("reopened", []):
+        click.secho(f"  ! {item['name']} was rejected before and is back for review: {item['reason']}", fg="yellow")
     if result["nothing_reusable"]:
         echo(f"Nothing reusable in {len(result['nothing_reusable'])} trajectories:")
         for item in result["nothing_reusable"]:

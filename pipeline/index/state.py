@@ -75,7 +75,20 @@ def _m010_watermarks(con: duckdb.DuckDBPyConnection) -> None:
             superseded_at TIMESTAMPTZ)""")
 
 
-MIGRATIONS = [("001_initial", _m001_initial), ("010_watermarks", _m010_watermarks)]
+def _m040_review_log(con: duckdb.DuckDBPyConnection) -> None:
+    # A mirror of <library>/_audit.jsonl (the record) for queries; rebuilt from it on every index.
+    con.execute("""
+        CREATE TABLE review_log (
+            library VARCHAR, seq INTEGER, decided_at TIMESTAMPTZ, who VARCHAR, action VARCHAR, skill VARCHAR,
+            version INTEGER, status VARCHAR, target VARCHAR, before VARCHAR, after VARCHAR, reason VARCHAR,
+            flags VARCHAR[], PRIMARY KEY (library, seq))""")
+
+
+MIGRATIONS = [
+    ("001_initial", _m001_initial),
+    ("010_watermarks", _m010_watermarks),
+    ("040_review_log", _m040_review_log),
+]
 
 
 class StateDB:
@@ -167,18 +180,33 @@ class StateDB:
         try:
             self.con.execute("DELETE FROM skills")
             self.con.execute("DELETE FROM skill_sources")
+            rows, links = [], []
             for entry in stored:
                 s = entry.skill
-                self.con.execute("INSERT INTO skills VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                                 [s.name, str(entry.path), s.status, s.kind, s.version, s.confidence, s.outcome,
-                                  s.repo, s.description, now])
+                rows.append({"name": s.name, "path": str(entry.path), "status": s.status, "kind": s.kind,
+                             "version": s.version, "confidence": s.confidence, "outcome": s.outcome,
+                             "repo": s.repo, "description": s.description, "updated_at": now})
                 steps: dict[str, set[int]] = {t: set() for t in s.trajectory_ids()}
                 for item in [*s.procedure, *s.pitfalls, *s.verification]:
                     for ev in item.evidence:
                         steps.setdefault(ev.trajectory, set()).update(ev.steps)
-                for trajectory_id, indexes in steps.items():
-                    self.con.execute("INSERT INTO skill_sources VALUES (?, ?, ?)",
-                                     [s.name, trajectory_id, sorted(indexes)])
+                links += [{"skill": s.name, "trajectory_id": t, "steps": sorted(i)} for t, i in steps.items()]
+            # one bulk insert each: row-by-row INSERTs cost ~25 ms a skill, and review republishes often
+            bulk_insert(self.con, "skills", _SKILL_COLUMNS, rows, scratch=self.scratch)
+            bulk_insert(self.con, "skill_sources", _SKILL_SOURCE_COLUMNS, links, scratch=self.scratch)
+            self.con.execute("COMMIT")
+        except BaseException:
+            self.con.execute("ROLLBACK")
+            raise
+
+    def sync_review_log(self, library: str, entries: list[Any]) -> None:
+        """Mirror a library's audit log (``pipeline.library.audit.AuditEntry`` objects) into ``review_log``."""
+        self.con.execute("BEGIN TRANSACTION")
+        try:
+            self.con.execute("DELETE FROM review_log WHERE library = ?", [library])
+            bulk_insert(self.con, "review_log", _REVIEW_LOG_COLUMNS,
+                        ({"library": library, "decided_at": e.when, **e.model_dump(exclude={"when", "prev"})}
+                         for e in entries), scratch=self.scratch)
             self.con.execute("COMMIT")
         except BaseException:
             self.con.execute("ROLLBACK")
@@ -264,6 +292,19 @@ _TRAJECTORY_COLUMNS = {
     "cwd": "VARCHAR", "repo": "VARCHAR", "git_branch": "VARCHAR", "started_at": "TIMESTAMPTZ",
     "ended_at": "TIMESTAMPTZ", "task": "VARCHAR", "outcome": "VARCHAR", "outcome_source": "VARCHAR",
     "outcome_evidence": "VARCHAR", "steps": "INTEGER", "tool_calls": "INTEGER", "ingested_at": "TIMESTAMPTZ",
+}
+
+
+_SKILL_COLUMNS = {
+    "name": "VARCHAR", "path": "VARCHAR", "status": "VARCHAR", "kind": "VARCHAR", "version": "INTEGER",
+    "confidence": "DOUBLE", "outcome": "VARCHAR", "repo": "VARCHAR", "description": "VARCHAR",
+    "updated_at": "TIMESTAMPTZ",
+}
+_SKILL_SOURCE_COLUMNS = {"skill": "VARCHAR", "trajectory_id": "VARCHAR", "steps": "INTEGER[]"}
+_REVIEW_LOG_COLUMNS = {
+    "library": "VARCHAR", "seq": "INTEGER", "decided_at": "TIMESTAMPTZ", "who": "VARCHAR", "action": "VARCHAR",
+    "skill": "VARCHAR", "version": "INTEGER", "status": "VARCHAR", "target": "VARCHAR", "before": "VARCHAR",
+    "after": "VARCHAR", "reason": "VARCHAR", "flags": "VARCHAR[]",
 }
 
 

@@ -57,6 +57,8 @@ _EVIDENCE = re.compile(r"\s*<!-- from ((?:[\w-]+:[\d,]*\s*)+)-->\s*$")
 _SECTIONS = {"procedure": "Procedure", "pitfalls": "Pitfalls", "verification": "Verification",
              "notes": "Notes", "sources": "Sources"}
 _FENCE = "```"
+#: libyaml's safe loader when PyYAML was built with it: ~10x faster, same safe subset.
+_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 # -- render -------------------------------------------------------------------------------
@@ -166,7 +168,7 @@ def split_frontmatter(text: str, path: str | None = None) -> tuple[dict[str, Any
         raise SkillFileError("SKILL.md must start with YAML frontmatter between '---' lines", path=path,
                              hint="add 'name' and 'description' in a '---' block at the top")
     try:
-        data = yaml.safe_load(match.group(1)) or {}
+        data = yaml.load(match.group(1), Loader=_LOADER) or {}
     except yaml.YAMLError as exc:
         raise SkillFileError(f"invalid YAML in the frontmatter: {exc}", path=path) from exc
     if not isinstance(data, dict):

@@ -8,24 +8,33 @@ skills (underscored folders cannot be skill names)::
     <library>/_deprecated/<name>/SKILL.md
     <library>/_rejected/<name>/SKILL.md
     <library>/_proposed/<name>/SKILL.md    a proposed change to an approved skill
+    <library>/_rejected/_proposed/<name>/SKILL.md   the last rejected change (rejection memory)
+    <library>/_history/<name>/v<N>.md      every version ever written (``history.py``)
+    <library>/_audit.jsonl                 every review decision, append-only (``audit.py``)
 
 Writes are atomic: a new skill folder is assembled under a temporary name and renamed
-into place; an existing SKILL.md is replaced with ``os.replace``.
+into place; an existing SKILL.md is replaced with ``os.replace``. Writers that check then
+write (a run saving a draft, a review decision) hold :meth:`Library.lock`, so a run never
+overwrites a skill a person approved a moment ago.
 """
 
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import shutil
 import tempfile
+import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
 from pipeline.errors import SkillFileError
-from pipeline.library import markdown
+from pipeline.library import markdown, memory
+from pipeline.library.audit import AuditLog, sha256_file
+from pipeline.library.history import History
 from pipeline.library.model import Skill, SkillStatus
 
 SKILL_FILE = "SKILL.md"
@@ -37,6 +46,9 @@ STATUS_DIRS: dict[str, str] = {
 }
 #: Proposed changes to an approved skill wait here for review (never loaded by agents).
 PROPOSED_DIR = "_proposed"
+#: The last rejected proposal per skill, kept so the same change is not proposed again.
+REJECTED_PROPOSALS = "_rejected/_proposed"
+LOCK_FILE = ".skillmill.lock"
 SaveResult = Literal["created", "updated", "unchanged"]
 
 
@@ -53,6 +65,13 @@ class StoredSkill:
 class Library:
     def __init__(self, root: Path) -> None:
         self.root = Path(root).expanduser().absolute()  # paths in the index must not depend on the cwd
+        self.history = History(self.root)
+        self.audit = AuditLog(self.root)
+        self._rejected_cache: tuple[int, list[StoredSkill]] | None = None
+
+    def lock(self) -> contextlib.AbstractContextManager[None]:
+        """Hold the library for a check-then-write (re-entrant; across threads and processes)."""
+        return _lock_for(self.root / LOCK_FILE)
 
     def folder(self, name: str, status: SkillStatus) -> Path:
         sub = STATUS_DIRS[status]
@@ -64,40 +83,55 @@ class Library:
 
     def entries(self, on_error: Callable[[Path, SkillFileError], None] | None = None) -> Iterator[StoredSkill]:
         """Every skill; with ``on_error``, a file that does not parse is reported there and skipped."""
-        for status, sub in STATUS_DIRS.items():
-            base = self.root / sub if sub else self.root
-            if not base.is_dir():
+        for status in STATUS_DIRS:
+            yield from self.in_status(status, on_error)  # type: ignore[arg-type]
+
+    def in_status(self, status: SkillStatus,
+                  on_error: Callable[[Path, SkillFileError], None] | None = None) -> Iterator[StoredSkill]:
+        """The skills of one status, in name order."""
+        sub = STATUS_DIRS[status]
+        base = self.root / sub if sub else self.root
+        if not base.is_dir():
+            return
+        for folder in sorted(p for p in base.iterdir() if p.is_dir() and not p.name.startswith(("_", "."))):
+            file = folder / SKILL_FILE
+            if not file.is_file():
                 continue
-            for folder in sorted(p for p in base.iterdir() if p.is_dir() and not p.name.startswith(("_", "."))):
-                file = folder / SKILL_FILE
-                if not file.is_file():
-                    continue
-                try:
-                    skill = read_skill(file)
-                except SkillFileError as exc:
-                    if on_error is None:
-                        raise
-                    on_error(file, exc)
-                    continue
-                if skill.generated and skill.status != status:
-                    skill = skill.model_copy(update={"status": status})  # the folder is the truth
-                yield StoredSkill(skill, folder)
+            try:
+                skill = read_skill(file)
+            except SkillFileError as exc:
+                if on_error is None:
+                    raise
+                on_error(file, exc)
+                continue
+            if skill.generated and skill.status != status:
+                skill = skill.model_copy(update={"status": status})  # the folder is the truth
+            yield StoredSkill(skill, folder)
 
     def get(self, name: str) -> StoredSkill | None:
         for status in STATUS_DIRS:
             file = self.folder(name, status) / SKILL_FILE  # type: ignore[arg-type]
             if file.is_file():
-                return StoredSkill(read_skill(file), file.parent)
+                skill = read_skill(file)
+                if skill.generated and skill.status != status:
+                    skill = skill.model_copy(update={"status": status})  # the folder is the truth
+                return StoredSkill(skill, file.parent)
         return None
 
     def save(self, skill: Skill) -> SaveResult:
-        """Write the skill where its status says; move it if its status changed."""
+        """Write the skill where its status says; move it if its status changed.
+
+        A content change under a version number already used for other content gets the next
+        free number (``History.settle``); every version written is kept in ``_history/``.
+        """
+        skill = self.history.settle(skill)
         target = self.folder(skill.name, skill.status)
         text = markdown.render(skill)
         existing = self.get(skill.name)
         if existing and existing.path != target:
             _atomic_move(existing.path, target)
         file = target / SKILL_FILE
+        self.history.keep(skill, text)
         if file.is_file():
             if file.read_text(encoding="utf-8") == text:
                 return "unchanged"
@@ -106,19 +140,103 @@ class Library:
         _atomic_new_folder(target, text)
         return "created" if existing is None else "updated"
 
-    def propose(self, skill: Skill) -> Path:
-        """Stage a change to an approved skill for review; the approved file is not touched."""
-        target = self.root / PROPOSED_DIR / skill.name
-        text = markdown.render(skill)
-        if (target / SKILL_FILE).is_file():
-            atomic_write(target / SKILL_FILE, text)
-        else:
-            _atomic_new_folder(target, text)
-        return target
+    def propose(self, skill: Skill) -> Path | None:
+        """Stage a change to an approved skill for review; the approved file is not touched.
+
+        Returns the proposal's folder, or None when a person already rejected this change and its
+        evidence has not changed materially since (``memory.py``). A proposal always gets a
+        version above the approved one, and is kept in ``_history/`` like every version.
+        """
+        with self.lock():
+            rejected = self.rejected_proposal(skill.name)
+            if rejected is not None:
+                news = memory.material_news(rejected.skill, skill)
+                if not news:
+                    return None
+                skill = memory.reopened(skill, memory.Rejection(rejected.skill, rejected.path, tuple(news)))
+            current = self.get(skill.name)
+            floor = current.skill.version + 1 if current else 1
+            skill = self.history.settle(skill.model_copy(update={"status": "candidate"}), at_least=floor)
+            target = self.root / PROPOSED_DIR / skill.name
+            text = markdown.render(skill)
+            self.history.keep(skill, text)
+            if (target / SKILL_FILE).is_file():
+                atomic_write(target / SKILL_FILE, text)
+            else:
+                _atomic_new_folder(target, text)
+            return target
 
     def proposal(self, name: str) -> StoredSkill | None:
         file = self.root / PROPOSED_DIR / name / SKILL_FILE
         return StoredSkill(read_skill(file), file.parent) if file.is_file() else None
+
+    def proposals(self, on_error: Callable[[Path, SkillFileError], None] | None = None) -> Iterator[StoredSkill]:
+        """Every pending proposed change, in name order."""
+        base = self.root / PROPOSED_DIR
+        if not base.is_dir():
+            return
+        for folder in sorted(p for p in base.iterdir() if p.is_dir() and not p.name.startswith(("_", "."))):
+            file = folder / SKILL_FILE
+            if not file.is_file():
+                continue
+            try:
+                yield StoredSkill(read_skill(file), folder)
+            except SkillFileError as exc:
+                if on_error is None:
+                    raise
+                on_error(file, exc)
+
+    def rejected_proposal(self, name: str) -> StoredSkill | None:
+        file = self.root / REJECTED_PROPOSALS / name / SKILL_FILE
+        return StoredSkill(read_skill(file), file.parent) if file.is_file() else None
+
+    def reject_proposal(self, proposal: StoredSkill, skill: Skill) -> Path:
+        """Move a pending proposal into the rejection memory (replacing an older rejected one)."""
+        target = self.root / REJECTED_PROPOSALS / skill.name
+        _atomic_move(proposal.path, target)
+        atomic_write(target / SKILL_FILE, markdown.render(skill))
+        return target
+
+    def discard_proposal(self, name: str) -> bool:
+        folder = self.root / PROPOSED_DIR / name
+        if not folder.is_dir():
+            return False
+        shutil.rmtree(folder)
+        return True
+
+    # -- rejection memory ---------------------------------------------------------------
+    def rejection(self, draft: Skill) -> memory.Rejection | None:
+        """The rejected skill ``draft`` repeats, with what is new in its evidence (see ``memory.py``)."""
+        candidates = []
+        named = self.folder(draft.name, "rejected") / SKILL_FILE
+        if named.is_file():
+            candidates.append(StoredSkill(read_skill(named), named.parent))
+        candidates += [r for r in self._rejected() if r.skill.name != draft.name]
+        for entry in candidates:
+            if memory.same_skill(entry.skill, draft):
+                news = memory.material_news(entry.skill, draft)
+                return memory.Rejection(entry.skill, entry.path, tuple(news))
+        return None
+
+    def _rejected(self) -> list[StoredSkill]:
+        base = self.root / STATUS_DIRS["rejected"]
+        stamp = base.stat().st_mtime_ns if base.is_dir() else 0
+        if self._rejected_cache is None or self._rejected_cache[0] != stamp:
+            found = list(self.in_status("rejected", on_error=lambda *_: None))
+            self._rejected_cache = (stamp, found)
+        return self._rejected_cache[1]
+
+    def reopen(self, draft: Skill, rejection: memory.Rejection, *, who: str = "skillmill run") -> tuple[Skill, SaveResult]:
+        """Bring a rejected skill back as a candidate because its evidence changed; log it."""
+        skill = memory.reopened(draft, rejection)
+        before = sha256_file(rejection.path / SKILL_FILE)
+        result = self.save(skill)
+        stored = self.get(skill.name)
+        assert stored is not None
+        self.audit.append(who=who, action="reopen", skill=stored.skill.name, version=stored.skill.version,
+                          status=stored.skill.status, before=before, after=sha256_file(stored.file),
+                          reason=stored.skill.extra_metadata[memory.REOPENED])
+        return stored.skill, result
 
     def remove(self, name: str) -> bool:
         existing = self.get(name)
@@ -128,12 +246,68 @@ class Library:
         return True
 
 
+class _ProcessLock:
+    """``flock`` across processes, an RLock across threads, re-entrant within a thread."""
+
+    def __init__(self, file: Path) -> None:
+        self.file = file
+        self.guard = threading.RLock()
+        self.depth = 0
+        self.fd: int | None = None
+
+    @contextlib.contextmanager
+    def hold(self) -> Iterator[None]:
+        with self.guard:
+            if self.depth == 0:
+                self.file.parent.mkdir(parents=True, exist_ok=True)
+                self.fd = os.open(self.file, os.O_RDWR | os.O_CREAT, 0o644)
+                fcntl.flock(self.fd, fcntl.LOCK_EX)
+            self.depth += 1
+            try:
+                yield
+            finally:
+                self.depth -= 1
+                if self.depth == 0 and self.fd is not None:
+                    fcntl.flock(self.fd, fcntl.LOCK_UN)
+                    os.close(self.fd)
+                    self.fd = None
+
+
+_LOCKS: dict[Path, _ProcessLock] = {}
+_LOCKS_GUARD = threading.Lock()
+
+
+def _lock_for(file: Path) -> contextlib.AbstractContextManager[None]:
+    with _LOCKS_GUARD:
+        lock = _LOCKS.setdefault(file, _ProcessLock(file))
+    return lock.hold()
+
+
+#: Parsed skills by (path, inode, mtime, size): the review page re-reads the library on every request,
+#: and atomic writes always give a changed file a new inode. Callers get a copy of the cached model.
+_PARSED: dict[tuple[str, int, int, int], Skill] = {}
+_PARSED_MAX = 4096
+
+
+def file_key(file: Path) -> tuple[str, int, int, int]:
+    """What identifies one written state of a file (atomic writes change the inode)."""
+    info = file.stat()
+    return (str(file), info.st_ino, info.st_mtime_ns, info.st_size)
+
+
 def read_skill(file: Path) -> Skill:
     try:
+        key = file_key(file)
+        if key in _PARSED:
+            return _PARSED[key].model_copy()  # skills are changed with model_copy(update=...), never in place
         text = file.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise SkillFileError(f"cannot read {file}: {exc}", path=str(file)) from exc
-    return markdown.parse(text, path=str(file))
+    skill = markdown.parse(text, path=str(file))
+    if len(_PARSED) >= _PARSED_MAX:
+        _PARSED.clear()
+    _PARSED[key] = skill
+    return skill
 
 
 def atomic_write(file: Path, text: str) -> None:

@@ -1,0 +1,489 @@
+"""``skillmill review``: the queue, decisions, the audit log, and the review page (``--web``)."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import click
+
+from pipeline.cli._output import emit_json
+from pipeline.errors import SkillFileError, UsageError
+
+_KINDS = ("procedure", "pitfall", "repo", "reference")
+_STATUSES = ("pending", "proposed", "candidate", "approved", "rejected", "deprecated", "all")
+
+
+def _library_option(f: Callable[..., Any]) -> Callable[..., Any]:
+    return click.option("--library", type=click.Path(file_okay=False),
+                        help="Skill library folder (default: $SKILLMILL_LIBRARY, the config file, "
+                             "$SKILLMILL_HOME/skills).")(f)
+
+
+def _by_option(f: Callable[..., Any]) -> Callable[..., Any]:
+    return click.option("--by", "who", metavar="WHO",
+                        help="Who decides, for the audit log (default: $SKILLMILL_REVIEWER, else your login).")(f)
+
+
+def _filter_options(f: Callable[..., Any]) -> Callable[..., Any]:
+    f = click.option("--min-confidence", type=click.FloatRange(0, 1), help="Only skills at least this confident.")(f)
+    f = click.option("--kind", "kinds", multiple=True, type=click.Choice(_KINDS), help="Only this kind (repeatable).")(f)
+    return click.option("--repo", help="Only this repository: owner/name, name, or a glob (pallets/*).")(f)
+
+
+def _open_library(library: str | None):
+    from pipeline import config, settings
+    from pipeline.library import Library
+
+    chosen = config.load({"library": library}).library
+    root = Path(chosen).expanduser() if chosen else settings.library_dir()
+    if not root.is_dir():
+        raise UsageError(f"no skill library at {root}",
+                         hint="run `skillmill run PATH...` first, or pass --library DIR")
+    return Library(root)
+
+
+def _statuses(values: tuple[str, ...]) -> tuple[str, ...]:
+    from pipeline.review.queue import PENDING, STATUSES
+
+    chosen: list[str] = []
+    for value in values or ("pending",):
+        chosen += {"pending": list(PENDING), "all": list(STATUSES)}.get(value, [value])
+    return tuple(dict.fromkeys(chosen))
+
+
+# -- the group ----------------------------------------------------------------------------
+@click.group("review", invoke_without_command=True)
+@click.option("--web", is_flag=True, help="Serve the review page on 127.0.0.1; the URL with its token is printed.")
+@click.option("--port", type=click.IntRange(0, 65535), default=8765, show_default=True,
+              help="Port for --web (0: any free port).")
+@_by_option
+@_library_option
+@click.pass_context
+def command(ctx: click.Context, web: bool, port: int, who: str | None, library: str | None) -> None:
+    """Approve, reject and edit what runs proposed, before any agent sees it.
+
+    \b
+    skillmill review list                       what waits: candidates and proposed changes
+    skillmill review show NAME                  the skill, the trajectory steps behind it, the diff
+    skillmill review approve NAME... --by WHO   (or a filter: --repo/--kind/--min-confidence/--all)
+    skillmill review reject NAME --reason TEXT --by WHO
+    skillmill review edit NAME                  in $EDITOR, validated before it is saved
+    skillmill review restore NAME --version N   any kept version becomes the newest
+    skillmill review log                        the audit log: who decided what, when and why
+    skillmill review --web                      the same in a browser (127.0.0.1, token required)
+    """
+    if ctx.invoked_subcommand is not None:
+        if web:
+            raise UsageError("--web serves the page; it does not combine with a subcommand",
+                             hint="run `skillmill review --web` on its own")
+        return
+    if not web:
+        ctx.invoke(list_command, library=library)
+        return
+    from pipeline.review import decisions
+    from pipeline.review.web import serve
+
+    lib = _open_library(library)
+    serve(lib, port=port, who=decisions.reviewer(who))
+
+
+# -- list ---------------------------------------------------------------------------------
+@command.command("list")
+@click.option("--json", "as_json", is_flag=True,
+              help="Print a JSON list of objects with name, status, kind, confidence, flags (and more).")
+@_filter_options
+@click.option("--flagged", is_flag=True, help="Only skills with risk flags.")
+@click.option("--status", "status", multiple=True, type=click.Choice(_STATUSES), show_default=True,
+              help="Which skills: pending (candidates and proposed changes, the default), one status, or all.")
+@_library_option
+def list_command(as_json: bool, repo: str | None, kinds: tuple[str, ...], min_confidence: float | None,
+                 flagged: bool, status: tuple[str, ...], library: str | None) -> None:
+    """Candidates and proposed changes waiting for review, with their risk flags."""
+    from pipeline.review.queue import Filters, items
+
+    lib = _open_library(library)
+    errors: list[str] = []
+    filters = Filters(repo, kinds, min_confidence, flagged, _statuses(status))
+    found = items(lib, filters, on_error=lambda path, exc: errors.append(f"{path}: {exc.message}"))
+    for error in errors:
+        click.secho(f"  ! unreadable skill skipped: {error}", err=True, fg="yellow")
+    if as_json:
+        emit_json([i.contract() for i in found])
+        return
+    _print_list(lib, found, filters)
+
+
+def _print_list(lib: Any, found: list[Any], filters: Any) -> None:
+    echo = click.echo
+    if not found:
+        echo(f"Nothing to review in {lib.root} for these filters." if filters.narrows or filters.statuses != ("proposed", "candidate")
+             else f"Nothing waits for review in {lib.root}.")
+        return
+    flagged = sum(1 for i in found if i.flags)
+    counts = {}
+    for i in found:
+        counts[i.status] = counts.get(i.status, 0) + 1
+    parts = ", ".join(f"{n} {s}" for s, n in counts.items())
+    echo(f"{len(found)} skills in {lib.root} ({parts})" + (click.style(f" — {flagged} FLAGGED", fg="red", bold=True)
+                                                         if flagged else ""))
+    echo()
+    rows = [("STATUS", "KIND", "CONF", "OUTCOME", "AGENT", "REPO", "NAME")]
+    for i in found:
+        s = i.skill
+        name = s.name + (f"  (v{i.base.skill.version} -> v{s.version})" if i.base else "")
+        rows.append((i.status, s.kind, f"{s.confidence:.2f}", s.outcome, ",".join(i.agents()) or "-",
+                     s.repo or "-", name))
+    widths = [max(len(r[c]) for r in rows) for c in range(6)]
+    for n, row in enumerate(rows):
+        line = "  ".join(cell.ljust(widths[c]) for c, cell in enumerate(row[:6])) + "  " + row[6]
+        echo(click.style(line, bold=True) if n == 0 else line)
+        if n == 0:
+            continue
+        item = found[n - 1]
+        for flag in item.flags:
+            echo(click.style(f"    ⚠ {flag.code}: {flag.message} ({flag.where})", fg="red", bold=True))
+        if item.skill.extra_metadata.get("reopened"):
+            echo(click.style(f"    ↺ reopened: {item.skill.extra_metadata['reopened']}", fg="yellow"))
+    if flagged:
+        echo()
+        echo("Flagged skills are never approved in a batch: read them (`skillmill review show NAME`) "
+             "and approve or reject them by name.")
+
+
+# -- show ---------------------------------------------------------------------------------
+@command.command("show")
+@click.argument("name")
+@click.option("--json", "as_json", is_flag=True, help="Print the skill, its flags, excerpts and diff as JSON.")
+@click.option("--lines", type=click.IntRange(1, 200), default=6, show_default=True,
+              help="Lines of each trajectory step to show.")
+@_library_option
+def show_command(name: str, as_json: bool, lines: int, library: str | None) -> None:
+    """The skill, each step with the trajectory excerpt it came from, and for an update the diff."""
+    from pipeline.review import evidence
+    from pipeline.review.queue import diff_for, find
+
+    lib = _open_library(library)
+    item = find(lib, name)
+    excerpts = evidence.load([item.skill])
+    diff = diff_for(lib, item)
+    if as_json:
+        emit_json(_show_json(item, excerpts, diff, lines))
+        return
+    _print_show(item, excerpts, diff, lines)
+
+
+def _show_json(item: Any, excerpts: Any, diff: Any, lines: int) -> dict[str, Any]:
+    from pipeline.library import markdown
+    from pipeline.review import evidence
+
+    def steps(ev: list[Any]) -> list[dict[str, Any]]:
+        return [{"trajectory": s.trajectory, "step": s.idx, "label": s.label, "lines": s.body(lines)}
+                for s in excerpts.for_evidence(ev)]
+
+    s = item.skill
+    return {
+        **item.contract(),
+        "markdown": markdown.render(s),
+        "procedure": [{"text": i.text, "command": i.command, "evidence": steps(i.evidence)} for i in s.procedure],
+        "pitfalls": [{"symptom": p.symptom, "cause": p.cause, "fix": p.fix, "command": p.command,
+                      "evidence": steps(p.evidence)} for p in s.pitfalls],
+        "verification": [{"text": i.text, "command": i.command, "evidence": steps(i.evidence)}
+                         for i in s.verification],
+        "trajectories": [vars(t) for t in excerpts.sources.values()],
+        "missing_steps": excerpts.missing(evidence.cited(s)),
+        "excerpts_note": excerpts.note,
+        "diff": {"title": diff.title, "text": diff.text} if diff else None,
+    }
+
+
+def _print_show(item: Any, excerpts: Any, diff: Any, lines: int) -> None:
+    echo, style = click.echo, click.style
+    s = item.skill
+    state = {"proposed": f"proposed change to {item.base.skill.status} v{item.base.skill.version}" if item.base
+             else "proposed change"}.get(item.status, item.status)
+    echo(style(s.name, bold=True) + f"  [{state}, v{s.version}]")
+    echo(f"kind {s.kind} · confidence {s.confidence:.2f} · outcome {s.outcome} · repo {s.repo or '-'} · "
+         f"{len(s.sources)} source{'s' if len(s.sources) != 1 else ''}")
+    echo(f"file {item.stored.file}")
+    if s.extra_metadata.get("reviewed"):
+        echo(f"last decision: {s.extra_metadata['reviewed']}")
+    if item.flags:
+        echo()
+        echo(style(f"⚠ RISK FLAGS ({len(item.flags)}): read these before approving", fg="red", bold=True))
+        for flag in item.flags:
+            echo(style(f"  {flag.code}", fg="red", bold=True) + f"  {flag.where}: {flag.message}")
+            if flag.excerpt:
+                echo(f"      {flag.excerpt}")
+    if s.extra_metadata.get("reopened"):
+        echo()
+        echo(style(f"↺ Reopened: {s.extra_metadata['reopened']}", fg="yellow"))
+    if diff:
+        echo()
+        echo(style(f"## {diff.title}", bold=True))
+        for line in diff.lines:
+            color = "green" if line.startswith("+") and not line.startswith("+++") else (
+                "red" if line.startswith("-") and not line.startswith("---") else None)
+            echo(style(line.rstrip("\n"), fg=color))
+    echo()
+    echo(s.description)
+    if s.title:
+        echo()
+        echo(style(f"# {s.title}", bold=True))
+
+    def evidence_lines(ev: list[Any]) -> None:
+        for step in excerpts.for_evidence(ev):
+            echo(style(f"     ┊ {step.trajectory[:12]} {step.label}", fg="cyan"))
+            for line in step.body(lines):
+                echo(style(f"     ┊   {line}", dim=True))
+        missing = [m for m in (f"{e.trajectory}:{i}" for e in ev for i in e.steps)
+                   if tuple((m.split(":")[0], int(m.split(":")[1]))) not in excerpts.steps]
+        if missing and not excerpts.note:
+            echo(style(f"     ┊ steps not in the state database: {', '.join(missing)}", fg="yellow"))
+
+    for title, entries in (("Procedure", s.procedure), ("Verification", s.verification)):
+        if not entries:
+            continue
+        echo()
+        echo(style(f"## {title}", bold=True))
+        for number, entry in enumerate(entries, 1):
+            echo(f"{number}. {entry.text}" if title == "Procedure" else f"- {entry.text}")
+            if entry.command:
+                for line in entry.command.split("\n"):
+                    echo(style(f"   $ {line}", fg="green"))
+            evidence_lines(entry.evidence)
+        if title == "Procedure" and s.pitfalls:
+            echo()
+            echo(style("## Pitfalls", bold=True))
+            for pitfall in s.pitfalls:
+                echo(f"- Symptom: {pitfall.symptom}")
+                if pitfall.cause:
+                    echo(f"  Cause: {pitfall.cause}")
+                echo(f"  Fix: {pitfall.fix}")
+                if pitfall.command:
+                    echo(style(f"   $ {pitfall.command}", fg="green"))
+                evidence_lines(pitfall.evidence)
+    if not s.procedure and s.pitfalls and not s.verification:
+        echo()
+        echo(style("## Pitfalls", bold=True))
+        for pitfall in s.pitfalls:
+            echo(f"- Symptom: {pitfall.symptom}\n  Fix: {pitfall.fix}")
+            evidence_lines(pitfall.evidence)
+    if s.notes.strip():
+        echo()
+        echo(style("## Notes", bold=True))
+        echo(s.notes.strip())
+    if s.sources:
+        echo()
+        echo(style("## Sources", bold=True))
+        for ref in s.sources:
+            info = excerpts.sources.get(ref.trajectory)
+            where = f" — {info.source_path}" if info and info.source_path else ""
+            echo(f"- {ref.trajectory} {ref.agent or '?'}, {ref.outcome}{where}")
+            if ref.task:
+                echo(f"  task: {ref.task}")
+    if excerpts.note:
+        echo()
+        echo(style(f"note: {excerpts.note}", fg="yellow"))
+
+
+# -- decisions ----------------------------------------------------------------------------
+@command.command("approve")
+@click.argument("names", nargs=-1)
+@_by_option
+@_filter_options
+@click.option("--all", "everything", is_flag=True, help="Every pending skill without risk flags.")
+@click.option("--json", "as_json", is_flag=True, help="Print {\"approved\": [...], \"refused\": [...]}.")
+@_library_option
+def approve_command(names: tuple[str, ...], who: str | None, repo: str | None, kinds: tuple[str, ...],
+                    min_confidence: float | None, everything: bool, as_json: bool, library: str | None) -> None:
+    """Approve NAMEs, or every pending skill a filter selects (flagged ones are refused).
+
+    Approved skills move to <library>/NAME/ where agents load them, and become recallable.
+    """
+    from pipeline.review import Filters, Review
+
+    batch_filter = bool(repo or kinds or min_confidence is not None or everything)
+    if names and batch_filter:
+        raise UsageError("give skill names or a filter, not both",
+                         hint="`review approve NAME...` or `review approve --repo R --kind K --min-confidence C`")
+    if not names and not batch_filter:
+        raise UsageError("nothing to approve: name skills or give a filter",
+                         hint="e.g. `skillmill review approve NAME --by you`, or `--all` for every unflagged one")
+    lib = _open_library(library)
+    review = Review(lib, who)
+    if names:
+        decisions, refused = review.approve(*names), []
+    else:
+        batch = review.approve_matching(Filters(repo, kinds, min_confidence))
+        decisions, refused = batch.approved, batch.refused
+    if as_json:
+        emit_json({"approved": [d.contract() for d in decisions],
+                   "refused": [{"name": i.name, "flags": [f.code for f in i.flags]} for i in refused]})
+        return
+    for d in decisions:
+        click.echo(f"approved {d.name} v{d.version} (by {review.who}): agents can now recall it")
+        if d.flags:
+            click.secho(f"  ⚠ approved with risk flags: {', '.join(d.flags)}", fg="red", bold=True)
+    if not names and not decisions and not refused:
+        click.echo("nothing pending matches these filters")
+    if refused:
+        click.secho(f"refused {len(refused)} flagged skill{'s' if len(refused) != 1 else ''} "
+                    "(a batch never approves flagged skills; read them and approve by name):", fg="red", bold=True)
+        for item in refused:
+            click.echo(f"  {item.name}: {', '.join(sorted({f.code for f in item.flags}))}")
+
+
+@command.command("reject")
+@click.argument("name")
+@click.option("--reason", required=True, help="Why: goes into the audit log and the skill file.")
+@_by_option
+@_library_option
+def reject_command(name: str, reason: str, who: str | None, library: str | None) -> None:
+    """Reject a candidate or a proposed change; later runs will not propose it again.
+
+    It comes back only when its evidence changes materially, and then says so.
+    """
+    from pipeline.review import Review
+
+    review = Review(_open_library(library), who)
+    decision = review.reject(name, reason)
+    target = "proposed change to " if decision.entry.target == "proposal" else ""
+    click.echo(f"rejected {target}{name} v{decision.version} (by {review.who}): {decision.entry.reason}")
+
+
+@command.command("deprecate")
+@click.argument("name")
+@click.option("--reason", required=True, help="Why it is retired.")
+@_by_option
+@_library_option
+def deprecate_command(name: str, reason: str, who: str | None, library: str | None) -> None:
+    """Retire an approved skill: agents no longer get it (restore brings it back for review)."""
+    from pipeline.review import Review
+
+    review = Review(_open_library(library), who)
+    decision = review.deprecate(name, reason)
+    click.echo(f"deprecated {name} v{decision.version} (by {review.who}): {decision.entry.reason}")
+
+
+@command.command("edit")
+@click.argument("name")
+@_by_option
+@_library_option
+def edit_command(name: str, who: str | None, library: str | None) -> None:
+    """Edit a skill (or its pending proposed change) in $EDITOR; it is validated before it is saved.
+
+    The status stays as it is: an edit never approves. A new version is kept in _history/.
+    """
+    from pipeline.library import markdown
+    from pipeline.review import Review, find, risk_flags
+    from pipeline.review.decisions import validate_edit
+
+    lib = _open_library(library)
+    review = Review(lib, who)
+    item = find(lib, name)
+    text = item.stored.file.read_text(encoding="utf-8")
+    while True:
+        edited = click.edit(text, extension=".md", require_save=True)
+        if edited is None or edited == item.stored.file.read_text(encoding="utf-8"):
+            click.echo(f"{name}: no change")
+            return
+        try:
+            validate_edit(item, edited)
+            break
+        except SkillFileError as exc:
+            click.secho(f"Error: {exc.message}", fg="red", err=True)
+            if exc.hint:
+                click.echo(f"  hint: {exc.hint}", err=True)
+            if sys.stdin.isatty() and click.confirm("Edit again?", default=True, err=True):
+                text = edited
+                continue
+            from pipeline import settings
+
+            keep = settings.home() / "tmp" / f"edit-{name}.md"
+            keep.parent.mkdir(parents=True, exist_ok=True)
+            keep.write_text(edited, encoding="utf-8")
+            raise SkillFileError(f"{name} was not changed: the edited text is not a valid skill",
+                                 hint=f"your text is kept in {keep}") from exc
+    decision = review.edit(name, edited)
+    if decision is None:
+        click.echo(f"{name}: no change in content")
+        return
+    click.echo(f"saved {name} v{decision.version} ({decision.status}, by {review.who})")
+    stored = lib.proposal(name) if decision.entry.target == "proposal" else lib.get(name)
+    flags = risk_flags(stored.skill if stored else markdown.parse(edited))
+    for flag in flags:
+        click.secho(f"  ⚠ {flag.code}: {flag.message} ({flag.where})", fg="red", bold=True)
+
+
+@command.command("restore")
+@click.argument("name")
+@click.option("--version", "version", required=True, type=click.IntRange(1), help="The kept version to restore.")
+@_by_option
+@_library_option
+def restore_command(name: str, version: int, who: str | None, library: str | None) -> None:
+    """Make a kept version the newest one. An approved skill stays approved; a rejected,
+    deprecated or deleted one goes back to the queue as a candidate."""
+    from pipeline.review import Review
+
+    review = Review(_open_library(library), who)
+    decision = review.restore(name, version)
+    click.echo(f"restored {name} v{version} as v{decision.version} ({decision.status}, by {review.who})")
+
+
+@command.command("history")
+@click.argument("name")
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON list of {version, path, sha256, decisions}.")
+@_library_option
+def history_command(name: str, as_json: bool, library: str | None) -> None:
+    """Every kept version of a skill, and the decisions taken on each."""
+    from pipeline.library.audit import sha256_file
+    from pipeline.review.queue import NotFound, check_name
+
+    lib = _open_library(library)
+    versions = lib.history.versions(check_name(name))
+    if not versions:
+        raise NotFound(f"no kept versions of {name!r} in {lib.history.folder(name)}")
+    entries = lib.audit.entries(name)
+    rows = []
+    for v in versions:
+        file = lib.history.file(name, v)
+        rows.append({"version": v, "path": str(file), "sha256": sha256_file(file),
+                     "decisions": [e.contract() for e in entries if e.version == v]})
+    if as_json:
+        emit_json(rows)
+        return
+    for row in rows:
+        done = "; ".join(f"{d['action']} by {d['who']}" for d in row["decisions"]) or "-"
+        click.echo(f"v{row['version']}  {row['sha256'][:12]}  {done}")
+
+
+@command.command("log")
+@click.option("--json", "as_json", is_flag=True, help="Print the entries as a JSON list.")
+@click.option("--skill", help="Only decisions about this skill.")
+@click.option("--limit", type=click.IntRange(1), help="Only the last N entries.")
+@click.option("--verify", is_flag=True, help="Check the hash chain; exit 1 when a line was changed or removed.")
+@_library_option
+def log_command(as_json: bool, skill: str | None, limit: int | None, verify: bool, library: str | None) -> None:
+    """The audit log: every decision with who, when, action, skill, version, hashes and reason."""
+    lib = _open_library(library)
+    problems = lib.audit.verify()
+    for problem in problems:
+        click.secho(f"  ! audit log {lib.audit.path}: {problem}", err=True, fg="red")
+    entries = lib.audit.entries(skill)
+    if limit:
+        entries = entries[-limit:]
+    if as_json:
+        emit_json([e.contract() for e in entries])
+    elif not entries:
+        click.echo(f"no decisions yet in {lib.audit.path}")
+    for e in entries if not as_json else []:
+        hashes = f"{(e.before or '-')[:12]} -> {(e.after or '-')[:12]}"
+        what = f"{e.action} {'proposal ' if e.target == 'proposal' else ''}{e.skill} v{e.version}"
+        reason = f"  {e.reason}" if e.reason else ""
+        flags = click.style(f"  [flags: {', '.join(e.flags)}]", fg="red") if e.flags else ""
+        click.echo(f"{e.seq:>4}  {e.when:%Y-%m-%d %H:%M:%S}Z  {e.who:<12} {what:<60} {hashes}{reason}{flags}")
+    if verify and problems:
+        sys.exit(1)
