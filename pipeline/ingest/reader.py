@@ -1,7 +1,9 @@
 """Bounded, forgiving readers: a bad line is reported and skipped, never fatal.
 
 Lines are read with a length cap, so a 64 MiB line or a file of NULs costs bounded memory.
-orjson parses iteratively (no recursion), so deeply nested JSON fails cleanly.
+orjson parses iteratively (no recursion) and stops at 1024 levels, so deeply nested JSON
+fails cleanly instead of blowing the stack. NUL runs (what a crash leaves in a file being
+appended to) are dropped and reported; the JSON around them is kept.
 """
 
 from __future__ import annotations
@@ -17,11 +19,14 @@ from pipeline.ingest.report import FileReport
 
 #: Longest JSONL line we parse; longer ones are skipped in chunks and reported.
 MAX_LINE_BYTES = 16 * 1024 * 1024
+#: Longest text line (Markdown histories) we keep; the rest of such a line is dropped and reported.
+MAX_TEXT_LINE_BYTES = 1024 * 1024
 #: Largest single-document JSON file we load whole.
 MAX_JSON_BYTES = 256 * 1024 * 1024
 #: Bytes read from the start of a file to detect its format.
 PROBE_BYTES = 64 * 1024
 _CHUNK = 1024 * 1024
+_NUL = b"\x00"
 
 
 def _loads(raw: bytes, report: FileReport, line: int | None) -> Any:
@@ -50,6 +55,8 @@ def iter_jsonl(path: Path, report: FileReport) -> Iterator[tuple[int, Any]]:
                              number)
                 continue
             stripped = raw.strip()
+            if _NUL in stripped:
+                stripped = _drop_nuls(stripped, report, number)
             if not stripped:
                 continue
             try:
@@ -58,6 +65,45 @@ def iter_jsonl(path: Path, report: FileReport) -> Iterator[tuple[int, Any]]:
                 truncated = not raw.endswith(b"\n")
                 reason = "truncated last line (file still being written?)" if truncated else f"invalid JSON: {exc}"
                 report.error(reason, number)
+
+
+def _drop_nuls(raw: bytes, report: FileReport, line: int) -> bytes:
+    """NUL bytes are never valid in JSON text (not even inside strings), so removing them loses nothing."""
+    kept = raw.replace(_NUL, b"").strip()
+    report.error(f"{len(raw) - len(kept)} NUL bytes dropped", line)
+    return kept
+
+
+def iter_text_lines(path: Path, report: FileReport,
+                    max_line: int = MAX_TEXT_LINE_BYTES) -> Iterator[tuple[int, str]]:
+    """Yield ``(line_number, text)`` of a text file without the line ending, streaming.
+
+    A line longer than ``max_line`` keeps its head and is reported; invalid UTF-8 is
+    replaced and reported; NUL bytes are dropped and reported. Nothing here raises for
+    bad content.
+    """
+    with path.open("rb") as handle:
+        number = 0
+        while True:
+            raw = handle.readline(max_line + 1)
+            if not raw:
+                return
+            number += 1
+            if len(raw) > max_line and not raw.endswith(b"\n"):
+                dropped = _skip_to_newline(handle)
+                report.error(f"line of {len(raw) + dropped} bytes is longer than the {max_line}-byte limit; "
+                             "only its start was read", number)
+                raw = raw[:max_line]
+            if _NUL in raw:
+                kept = raw.replace(_NUL, b"")
+                report.error(f"{len(raw) - len(kept)} NUL bytes dropped", number)
+                raw = kept
+            try:
+                text = raw.decode("utf-8")
+            except UnicodeDecodeError:
+                text = raw.decode("utf-8", errors="replace")
+                report.error("invalid UTF-8 bytes replaced with U+FFFD", number)
+            yield number, text.rstrip("\r\n")
 
 
 def _skip_to_newline(handle: Any) -> int:
@@ -118,7 +164,7 @@ class Probe:
 def _first_records(head: bytes, limit: int = 8) -> list[Any]:
     records: list[Any] = []
     for line in head.split(b"\n")[:limit]:
-        line = line.strip()
+        line = line.replace(_NUL, b"").strip()
         if not line:
             continue
         try:
