@@ -25,6 +25,8 @@ MAX_TEXT_LINE_BYTES = 1024 * 1024
 MAX_JSON_BYTES = 256 * 1024 * 1024
 #: Bytes read from the start of a file to detect its format.
 PROBE_BYTES = 64 * 1024
+#: How far past NUL bytes detection looks for content before giving up.
+MAX_PROBE_SCAN = 16 * 1024 * 1024
 _CHUNK = 1024 * 1024
 _NUL = b"\x00"
 
@@ -67,7 +69,7 @@ def iter_jsonl(path: Path, report: FileReport) -> Iterator[tuple[int, Any]]:
                 report.error(reason, number)
 
 
-def _drop_nuls(raw: bytes, report: FileReport, line: int) -> bytes:
+def _drop_nuls(raw: bytes, report: FileReport, line: int | None) -> bytes:
     """NUL bytes are never valid in JSON text (not even inside strings), so removing them loses nothing."""
     kept = raw.replace(_NUL, b"").strip()
     report.error(f"{len(raw) - len(kept)} NUL bytes dropped", line)
@@ -121,8 +123,11 @@ def load_json(path: Path, report: FileReport) -> Any | None:
     if size > MAX_JSON_BYTES:
         report.error(f"file of {size} bytes is larger than the {MAX_JSON_BYTES}-byte limit for JSON documents")
         return None
+    data = path.read_bytes()
+    if _NUL in data:
+        data = _drop_nuls(data, report, None)
     try:
-        return _loads(path.read_bytes(), report, None)
+        return _loads(data, report, None)
     except orjson.JSONDecodeError as exc:
         report.error(f"invalid JSON: {exc}")
         return None
@@ -148,12 +153,22 @@ class Probe:
 
     @classmethod
     def read(cls, path: Path) -> Probe:
+        """The first ``PROBE_BYTES`` that are not NUL (a crash can leave a hole of them anywhere)."""
         with path.open("rb") as handle:
             head = handle.read(PROBE_BYTES)
+            whole = len(head) < PROBE_BYTES
+            if _NUL in head:
+                head = head.replace(_NUL, b"")
+                budget = MAX_PROBE_SCAN
+                while len(head) < PROBE_BYTES and not whole and budget > 0:
+                    chunk = handle.read(_CHUNK)
+                    whole, budget = len(chunk) < _CHUNK, budget - len(chunk)
+                    head += chunk.replace(_NUL, b"")
+                head = head[:PROBE_BYTES] if not whole else head
         probe = cls(path=path, head=head)
         if head.lstrip()[:1] == b"{" or head.lstrip()[:1] == b"[":
             probe.records = _first_records(head)
-            if len(head) < PROBE_BYTES:
+            if whole:
                 try:
                     probe.document = orjson.loads(head)
                 except orjson.JSONDecodeError:

@@ -79,6 +79,8 @@ class ClaudeCode(TrajectoryFormat):
             if not isinstance(record, dict):
                 return False
             kind = record.get("type")
+            if not isinstance(kind, str):
+                return False
             if kind in ("user", "assistant", "system") and "sessionId" in record and "uuid" in record:
                 return True
             if kind == "summary" and "leafUuid" in record:
