@@ -216,7 +216,7 @@ def test_the_history_is_streamed_one_session_at_a_time(corpus: Path, tmp_path: P
     start = text.index(b"# aider chat started at")
     source = text[start:text.index(b"# aider chat started at", start + 300_000)]  # ~300 KB of whole sessions
     peaks, counts = [], []
-    for copies in (1, 4):
+    for copies in (2, 8):  # both past the reader's 256 KiB block
         path = tmp_path / f"x{copies}.md"
         path.write_bytes(source * copies)
         tracemalloc.start()
@@ -224,5 +224,4 @@ def test_the_history_is_streamed_one_session_at_a_time(corpus: Path, tmp_path: P
         peaks.append(tracemalloc.get_traced_memory()[1])
         tracemalloc.stop()
     assert counts[1] == 4 * counts[0] > 10
-    assert peaks[1] < peaks[0] * 1.5, "four times the input, not four times the memory"
-    assert peaks[1] < 4 * len(source) / 3, "well below the file's size: one session in memory"
+    assert peaks[1] < peaks[0] * 1.25, "four times the input, not four times the memory"

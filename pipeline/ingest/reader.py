@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +29,9 @@ PROBE_BYTES = 64 * 1024
 #: How far past NUL bytes detection looks for content before giving up.
 MAX_PROBE_SCAN = 16 * 1024 * 1024
 _CHUNK = 1024 * 1024
+#: Text is decoded this much at a time: big enough to be fast, small enough that the lines of
+#: one block (as Python strings, several times the bytes) stay a small, fixed cost.
+_TEXT_CHUNK = 256 * 1024
 _NUL = b"\x00"
 
 
@@ -82,30 +86,72 @@ def iter_text_lines(path: Path, report: FileReport,
 
     A line longer than ``max_line`` keeps its head and is reported; invalid UTF-8 is
     replaced and reported; NUL bytes are dropped and reported. Nothing here raises for
-    bad content.
+    bad content. Whole lines are decoded 256 KiB at a time; only a block holding
+    something wrong is taken line by line.
     """
     with path.open("rb") as handle:
         number = 0
+        pending = b""
         while True:
-            raw = handle.readline(max_line + 1)
-            if not raw:
+            chunk = handle.read(_TEXT_CHUNK)
+            data = pending + chunk if pending else chunk
+            if not chunk:
+                if data:  # a last line without its newline
+                    yield number + 1, _text_line(data, report, number + 1, max_line)
                 return
-            number += 1
-            if len(raw) > max_line and not raw.endswith(b"\n"):
-                dropped = _skip_to_newline(handle)
-                report.error(f"line of {len(raw) + dropped} bytes is longer than the {max_line}-byte limit; "
-                             "only its start was read", number)
-                raw = raw[:max_line]
-            if _NUL in raw:
-                kept = raw.replace(_NUL, b"")
-                report.error(f"{len(raw) - len(kept)} NUL bytes dropped", number)
-                raw = kept
-            try:
-                text = raw.decode("utf-8")
-            except UnicodeDecodeError:
-                text = raw.decode("utf-8", errors="replace")
-                report.error("invalid UTF-8 bytes replaced with U+FFFD", number)
-            yield number, text.rstrip("\r\n")
+            cut = data.rfind(b"\n")
+            if cut < 0:
+                pending = data
+                if len(data) > max_line:  # one line past the limit: keep its start, skip the rest
+                    number += 1
+                    dropped = len(data) - max_line + _skip_to_newline(handle)
+                    yield number, _text_line(data[:max_line], report, number, max_line, dropped)
+                    pending = b""
+                continue
+            block, pending = data[:cut], data[cut + 1:]
+            lines = _clean_lines(block, max_line)
+            if lines is None:
+                for raw in block.split(b"\n"):
+                    number += 1
+                    yield number, _text_line(raw, report, number, max_line)
+                continue
+            for line in lines:
+                number += 1
+                yield number, line
+
+
+def _clean_lines(block: bytes, max_line: int) -> list[str] | None:
+    """The lines of a block with nothing to report, or None."""
+    if _NUL in block:
+        return None
+    try:
+        text = block.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    lines = text.split("\n")
+    if "\r" in text:
+        lines = [line.rstrip("\r") for line in lines]
+    if len(block) > max_line and max(map(len, lines)) > max_line // 4:  # (UTF-8: up to 4 bytes a character)
+        return None
+    return lines
+
+
+def _text_line(raw: bytes, report: FileReport, number: int, max_line: int, dropped: int = 0) -> str:
+    if len(raw) > max_line:
+        raw, dropped = raw[:max_line], dropped + len(raw) - max_line
+    if dropped:
+        report.error(f"line of {len(raw) + dropped} bytes is longer than the {max_line}-byte limit; "
+                     "only its start was read", number)
+    if _NUL in raw:
+        kept = raw.replace(_NUL, b"")
+        report.error(f"{len(raw) - len(kept)} NUL bytes dropped", number)
+        raw = kept
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        text = raw.decode("utf-8", errors="replace")
+        report.error("invalid UTF-8 bytes replaced with U+FFFD", number)
+    return text.rstrip("\r")
 
 
 def _skip_to_newline(handle: Any) -> int:
@@ -142,7 +188,7 @@ class Probe:
     records: list[Any] = field(default_factory=list)
     document: Any = None
 
-    @property
+    @cached_property
     def text(self) -> str:
         return self.head.decode("utf-8", errors="replace")
 

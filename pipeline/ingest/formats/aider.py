@@ -55,7 +55,7 @@ _NOT_APPLIED = re.compile(r"^Did not apply edit to (.+?)(?: \(--dry-run\))?$")
 _SKIPPED = re.compile(r"^Skipping edits to (.+)$")
 _OTHERS_APPLIED = re.compile(r"^# The other \d+ SEARCH/REPLACE blocks? (?:were|was) applied successfully")
 _COMMIT = re.compile(r"^Commit ([0-9a-f]{7,40}) (.+)$")
-_NO_MATCH = re.compile(r"SearchReplaceNoExactMatch: This SEARCH block failed to exactly match lines in (.+)$")
+_NO_MATCH = re.compile(r"^(?:#+ )?SearchReplaceNoExactMatch: This SEARCH block failed to exactly match lines in (.+)$")
 _LINT = re.compile(r"^## Running: (.+)$")
 _RUNNING = re.compile(r"^Running (.+)$")
 _RUN_PROMPT = re.compile(r"^Run shell commands?(?:\(s\))?\? .*\b(y|yes|Y|Yes)\s*$")
@@ -68,9 +68,10 @@ _CLOSER = re.compile(r"^(`{3,}|~{3,}|</(?:source|code|pre|codeblock|sourcecode)>
 _HEAD = re.compile(r"^<{5,9} (SEARCH|ORIGINAL)\s*$")
 _DIVIDER = re.compile(r"^={5,9}\s*$")
 _TAIL = re.compile(r"^>{5,9} (REPLACE|UPDATED)\s*$")
+#: What the lines of aider's output that we read start with (a cheap filter before the patterns).
+_TOOL_PREFIXES = ("#", "SearchReplaceNoExactMatch", "Applied edit", "Commit ", "Did not apply", "Skipping edits",
+                  "Running ", "Run shell", "Aider v", "Main model", "Models:", "Model:", "Cur working dir")
 _FRONT_MATTER = "---"
-#: aider strips a message's trailing blanks, then adds two spaces: only such a line can end it.
-_MESSAGE_END = re.compile(r"\S  $")
 _UNNAMED = "unknown"
 _DIV_OPEN = '<div class="chat-transcript"'
 #: Published transcripts were edited by hand: ``>text`` without the space is aider output there too.
@@ -120,17 +121,21 @@ class Aider(TrajectoryFormat):
 
 def _events(path: Path, report: FileReport) -> Iterator[tuple[str, int, str]]:
     """``(kind, line, text)``: kind is session, input, tool (a new blockquote line), more (the
-    lines of a multi-line blockquote after its first) or text (the model's reply)."""
+    lines of a multi-line blockquote after its first) or text (the model's reply).
+
+    The hot loop of the format (a history has ~100k lines): dispatch on the first character.
+    """
     published = False
     inside = True
     continued = False
     editing = False  # inside a SEARCH/REPLACE block of a reply: no person types while the model writes
     for number, line in iter_text_lines(path, report):
-        if number == 1 and line.startswith("-*-") and line.rstrip().endswith("-*-"):
-            continue  # an Emacs mode line
-        if number == 1 and line.rstrip() == _FRONT_MATTER:
-            published, inside = True, False
-            continue
+        if number == 1:
+            if line.startswith("-*-") and line.rstrip().endswith("-*-"):
+                continue  # an Emacs mode line
+            if line.rstrip() == _FRONT_MATTER:
+                published, inside = True, False
+                continue
         if published:
             stripped = line.strip()
             if stripped.startswith(_DIV_OPEN):
@@ -141,42 +146,60 @@ def _events(path: Path, report: FileReport) -> Iterator[tuple[str, int, str]]:
                 continue
             if not inside:
                 continue
-        if continued and not line.startswith(("#### ", "# aider chat started at")):
+        first = line[:1]
+        if continued and not (first == "#" and line.startswith(("#### ", "# aider chat started at"))):
             # A message aider logged is not over before the line ending in two spaces, whatever the
             # lines in between look like (pytest marks failing lines with "> ").
-            continued = not _MESSAGE_END.search(line) and not (published and not line.strip())
+            continued = not _ends_message(line) and not (published and not line.strip())
             yield "more", number, line.rstrip()
             continue
-        if editing and line.startswith("####"):
-            yield "text", number, line  # an edit to a file that shows aider transcripts (docs)
-            continue
-        if line.startswith("#### ") or line.rstrip() == "####":
-            continued = False
-            yield "input", number, line[5:].rstrip()
-        elif line.startswith("> ") or line.rstrip() == ">" or (published and _LOOSE_QUOTE.match(line)):
+        if first == "#":
+            if editing:
+                yield "text", number, line  # an edit to a file that shows aider transcripts (docs)
+                continue
+            if line.startswith("#### ") or line.rstrip() == "####":
+                yield "input", number, line[5:].rstrip()
+                continue
+            if line.startswith("# aider chat started at"):
+                match = _SESSION.match(line)
+                editing = False
+                yield "session", number, match.group(1).replace(" ", "T") if match else ""
+                continue
+        elif first == ">" and (line.startswith("> ") or line.rstrip() == ">" or (published and _LOOSE_QUOTE.match(line))):
             body = line[2:] if line.startswith("> ") else line[1:]
-            continued = not _MESSAGE_END.search(line) and bool(body.strip())
+            continued = not _ends_message(line) and bool(body.strip())
+            editing = False
             yield "tool", number, body.rstrip()
-        elif line.startswith("# aider chat started at"):
-            match = _SESSION.match(line)
-            continued = False
-            yield "session", number, match.group(1).replace(" ", "T") if match else ""
-        else:
+            continue
+        if first in "<>" and first:
             if _HEAD.match(line):
                 editing = True
             elif _TAIL.match(line):
                 editing = False
-            yield "text", number, line
-            continue
-        editing = False
+        yield "text", number, line
+
+
+def _ends_message(line: str) -> bool:
+    """aider strips a message's trailing blanks, then adds two spaces: only such a line can end it."""
+    return line.endswith("  ") and len(line) > 2 and not line[-3].isspace()
 
 
 @dataclass
 class _Edit:
-    call_id: str
+    """An edit block of a reply, waiting for aider's verdict before it becomes a call + result."""
+
     path: str
+    old: str | None = None
+    new: str | None = None
+    diff: str | None = None  # a ``diff`` fence, as the model wrote it
     first: str = ""
     status: str = ""
+    whole: bool = False
+
+    def unified(self) -> str | None:
+        if self.old is not None and self.new is not None:
+            return _unified(self.path, self.old, self.new) or None
+        return self.diff
 
 
 @dataclass
@@ -278,27 +301,17 @@ class _Session:
         self._settle(end_of_turn=True)
         if self.model:
             self.replies[self.model] = self.replies.get(self.model, 0) + 1
-        prose, edits, self.fenced = _split_reply(lines)
+        prose, self.edits, self.fenced = _split_reply(lines)
         if prose.strip():
             self.builder.assistant(prose.strip())
-        for path, diff, first in edits:
-            self.edits.append(_Edit(self._edit_call(path, diff), path, first))
 
-    def _edit_call(self, path: str, diff: str | None, whole: bool = False) -> str:
+    def _edit_call(self, edit: _Edit) -> str:
+        """The call of an edit block, made once aider said what became of it (so its path is final)."""
         self.calls += 1
         call_id = f"edit-{self.calls}"
-        text = f"edit {path} (whole file)" if whole else f"edit {path}"
-        self.builder.call("edit", call_id=call_id, text=text, paths=[path], diff=diff)
+        text = f"edit {edit.path} (whole file)" if edit.whole else f"edit {edit.path}"
+        self.builder.call("edit", call_id=call_id, text=text, paths=[edit.path], diff=edit.unified())
         return call_id
-
-    def _rename(self, call_id: str, path: str) -> None:
-        for step in reversed(self.builder.steps):
-            if step.call_id == call_id:
-                step.paths, step.text = [path], f"edit {path}"
-                if step.diff:
-                    body = step.diff.split("\n")[2:]
-                    step.diff = "\n".join([f"--- a/{path}", f"+++ b/{path}", *body])
-                return
 
     def _shell_call(self, kind: str, command: str) -> str:
         self.calls += 1
@@ -316,7 +329,9 @@ class _Session:
                 self._edit_status(self.no_match, "failed", first=line)
                 self.no_match = None
             return
-        if match := _NO_MATCH.search(line):
+        if not line.startswith(_TOOL_PREFIXES):
+            return  # most of aider's output says nothing we use (tokens, repo map, warnings ...)
+        if match := _NO_MATCH.match(line):
             self.no_match = match.group(1).strip()
         elif match := _APPLIED.match(line):
             self._edit_status(match.group(1).strip(), "applied")
@@ -405,11 +420,10 @@ class _Session:
             # what it reports is what changed on disk.
             waiting = [next((e for e in open_edits if e.path == _UNNAMED), open_edits[0])]
             waiting[0].path = path
-            self._rename(waiting[0].call_id, path)
         elif not waiting and status == "applied":
-            # The whole-file edit format: no block, the reply held the file. Its call comes now.
-            diff = _unified(path, "", self.fenced[path]) if path in self.fenced else None
-            waiting = [_Edit(self._edit_call(path, diff, whole=True), path)]
+            # The whole-file edit format: no block, the reply held the file.
+            waiting = [_Edit(path, old="", new=self.fenced[path], whole=True) if path in self.fenced
+                       else _Edit(path, whole=True)]
             self.edits.extend(waiting)
         for edit in waiting:
             edit.status = status
@@ -419,15 +433,18 @@ class _Session:
         commits = "\n".join(self.commits)
         for edit in self.edits:
             if not edit.status:
+                if end_of_turn:  # aider never said (an interrupted or --dry-run reply): a call, no result
+                    self._edit_call(edit)
                 continue
+            call_id = self._edit_call(edit)
             if edit.status == "applied":
                 text = f"Applied edit to {edit.path}" + (f"\n{commits}" if commits else "")
-                self.builder.result(call_id=edit.call_id, text=text, is_error=False)
+                self.builder.result(call_id=call_id, text=text, is_error=False)
             elif edit.status == "failed":
-                self.builder.result(call_id=edit.call_id, is_error=True,
+                self.builder.result(call_id=call_id, is_error=True,
                                     text=f"SEARCH block failed to exactly match lines in {edit.path}")
             else:
-                self.builder.result(call_id=edit.call_id, text=f"Edit to {edit.path} {edit.status}",
+                self.builder.result(call_id=call_id, text=f"Edit to {edit.path} {edit.status}",
                                     is_error=edit.status == "skipped")
         self.edits = [] if end_of_turn else [e for e in self.edits if not e.status]
         self.commits = []
@@ -493,10 +510,10 @@ def _same_path(a: str, b: str) -> bool:
     return a == b or a.endswith("/" + b) or b.endswith("/" + a)
 
 
-def _split_reply(lines: list[str]) -> tuple[str, list[tuple[str, str | None, str]], dict[str, str]]:
-    """The reply's prose, its edit blocks ``(path, diff, first SEARCH line)``, and its fenced files."""
+def _split_reply(lines: list[str]) -> tuple[str, list[_Edit], dict[str, str]]:
+    """The reply's prose, its edit blocks, and the files it shows whole in a fence (by name)."""
     prose: list[str] = []
-    edits: list[tuple[str, str | None, str]] = []
+    edits: list[_Edit] = []
     fenced: dict[str, str] = {}
     last_path = ""
     i, n = 0, len(lines)
@@ -512,8 +529,8 @@ def _split_reply(lines: list[str]) -> tuple[str, list[tuple[str, str | None, str
             path = last_path = name or last_path or _UNNAMED
             divider = next(j for j in range(i + 1, end) if _DIVIDER.match(lines[j]))
             search, replace = lines[i + 1:divider], lines[divider + 1:end]
-            edits.append((path, _unified(path, "\n".join(search), "\n".join(replace)) or None,
-                          next((s for s in search if s.strip()), "")))
+            edits.append(_Edit(path, old="\n".join(search), new="\n".join(replace),
+                               first=next((s for s in search if s.strip()), "")))
             i = end + 1
             if fenced_block and i < n and _CLOSER.match(lines[i].strip()):
                 i += 1  # the fence closing around the block
@@ -527,7 +544,7 @@ def _split_reply(lines: list[str]) -> tuple[str, list[tuple[str, str | None, str
                 if fence.group(2) == "diff" and any(b.startswith("+++ ") for b in body):
                     path = next(b[4:].strip() for b in body if b.startswith("+++ "))
                     path = path[2:] if path.startswith(("a/", "b/")) else path
-                    edits.append((path, "\n".join(body), ""))
+                    edits.append(_Edit(path, diff="\n".join(body)))
                     i = close + 1
                     continue
                 if not any(_HEAD.match(b) for b in body):

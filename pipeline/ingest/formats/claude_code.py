@@ -57,6 +57,7 @@ _INJECTED = ("<local-command-stdout>", "<local-command-stderr>", "<local-command
 _NOT_RUN = ("The user doesn't want to proceed with this tool use", "The user doesn't want to take this action",
             "Claude requested permissions to", "Permission to use", "<tool_use_error>")
 _PATH_KEYS = ("file_path", "notebook_path", "path")
+_HEAD_CHARS = 2000
 #: Built-in slash commands that manage the session rather than ask for work.
 _SESSION_COMMANDS = {"/clear", "/compact", "/model", "/cost", "/help", "/login", "/logout", "/status", "/config",
                      "/resume", "/exit", "/mcp", "/memory", "/permissions", "/doctor", "/context", "/hooks",
@@ -198,11 +199,15 @@ class _Session:
         self.seen_blocks: set[str] = set()
         self.answered: set[str] = set()
         self.call_tools: dict[str, str] = {}
+        self.diffed: set[str] = set()
+        self.header_done = False
 
     def add(self, entry: dict[str, Any], kind: str, uuid: str | None) -> None:
         b = self.builder
-        b.set(session_id=_str(entry.get("sessionId")), cwd=_str(entry.get("cwd")),
-              git_branch=_str(entry.get("gitBranch")), agent_version=_str(entry.get("version")))
+        if not self.header_done:  # every entry repeats them: the first complete one is enough
+            b.set(session_id=_str(entry.get("sessionId")), cwd=_str(entry.get("cwd")),
+                  git_branch=_str(entry.get("gitBranch")), agent_version=_str(entry.get("version")))
+            self.header_done = all(b.fields.get(k) for k in ("session_id", "cwd", "git_branch", "agent_version"))
         sidechain = self.group != _MAIN
         stamp = entry.get("timestamp")
         message = entry.get("message")
@@ -253,6 +258,8 @@ class _Session:
         call_id = _str(block.get("id"))
         if call_id:
             self.call_tools[call_id] = name
+            if diff:
+                self.diffed.add(call_id)
         self.builder.call(name, call_id=call_id, text=command or _describe(name, args), command=command,
                           paths=paths, diff=diff, timestamp=stamp, sidechain=sidechain)
 
@@ -280,13 +287,14 @@ class _Session:
     def _user_text(self, text: str, stamp: Any, meta: bool, sidechain: bool) -> None:
         if not text.strip():
             return
-        name = _COMMAND_NAME.search(text)
+        head = text[:_HEAD_CHARS].lstrip()  # what marks a text is at its start; outputs can be huge
+        name = _COMMAND_NAME.search(head) if "<command-name>" in head else None
         if name:  # a slash command: keep "/name args" as what the person asked
             args = _COMMAND_ARGS.search(text)
             command = name.group(1).strip()
             text = f"{command} {args.group(1).strip() if args else ''}".strip()
             meta = meta or command in _SESSION_COMMANDS
-        elif text.lstrip().startswith(_INJECTED):
+        elif head.startswith(_INJECTED):
             meta = True
         self.builder.user(text, timestamp=stamp, meta=meta, sidechain=sidechain)
 
@@ -310,7 +318,7 @@ class _Session:
         text = _result_text(block.get("content"))
         if not text and isinstance(extra, str):
             text = extra  # on failure Claude Code stores the message as a plain string
-        not_run = text.lstrip().startswith(_NOT_RUN) or bool(entry.get("toolDenialKind"))
+        not_run = text[:_HEAD_CHARS].lstrip().startswith(_NOT_RUN) or bool(entry.get("toolDenialKind"))
         is_error = block.get("is_error") is True or not_run
         exit_code = None
         if is_shell_tool(self.call_tools.get(call_id or "")):
@@ -323,7 +331,8 @@ class _Session:
                 exit_code = 1 if is_error else 0
         self.builder.result(call_id=call_id, text=text, exit_code=exit_code, is_error=is_error,
                             timestamp=stamp, sidechain=sidechain)
-        if isinstance(extra, dict) and isinstance(extra.get("structuredPatch"), list) and call_id:
+        if (isinstance(extra, dict) and isinstance(extra.get("structuredPatch"), list) and call_id
+                and call_id not in self.diffed):  # the call's own arguments gave no diff
             diff = _structured_patch(extra.get("filePath"), extra["structuredPatch"])
             if diff:
                 self.builder.amend_result(call_id, diff=diff)
@@ -392,8 +401,17 @@ def _edit_diff(name: str, args: dict[str, Any], path: str) -> str | None:
         return "\n".join(_unified(path, str(e.get("old_string", "")), str(e.get("new_string", "")))
                          for e in args["edits"] if isinstance(e, dict))
     if lowered == "write" and isinstance(args.get("content"), str):
-        return _unified(path, "", args["content"])
+        return _created(path, args["content"])
     return None
+
+
+def _created(path: str, content: str) -> str:
+    """The diff that creates a file: what difflib gives for "" -> content, without its O(n) matching."""
+    lines = content.splitlines()
+    if not lines:
+        return ""
+    count = f",{len(lines)}" if len(lines) != 1 else ""
+    return f"--- a/{path}\n+++ b/{path}\n@@ -0,0 +1{count} @@\n+" + "\n+".join(lines)
 
 
 def _unified(path: str, old: str, new: str) -> str:
