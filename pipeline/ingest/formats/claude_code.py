@@ -200,6 +200,7 @@ class _Session:
         self.answered: set[str] = set()
         self.call_tools: dict[str, str] = {}
         self.diffed: set[str] = set()
+        self.pending_diffs: dict[str, tuple[str, dict[str, Any], str]] = {}
         self.header_done = False
 
     def add(self, entry: dict[str, Any], kind: str, uuid: str | None) -> None:
@@ -254,8 +255,14 @@ class _Session:
         args = block.get("input") if isinstance(block.get("input"), dict) else {}
         paths = [args[k] for k in _PATH_KEYS if _str(args.get(k))]
         command = _str(args.get("command")) if is_shell_tool(name) else None
-        diff = _edit_diff(name, args, paths[0] if paths else "file")
         call_id = _str(block.get("id"))
+        diff = None
+        if call_id and name.lower() in ("edit", "multiedit"):
+            # The result's structuredPatch is the better diff (real line numbers, what was applied)
+            # and costs nothing; difflib over the arguments only when no patch comes back.
+            self.pending_diffs[call_id] = (name, args, paths[0] if paths else "file")
+        else:
+            diff = _edit_diff(name, args, paths[0] if paths else "file")
         if call_id:
             self.call_tools[call_id] = name
             if diff:
@@ -331,9 +338,14 @@ class _Session:
                 exit_code = 1 if is_error else 0
         self.builder.result(call_id=call_id, text=text, exit_code=exit_code, is_error=is_error,
                             timestamp=stamp, sidechain=sidechain)
-        if (isinstance(extra, dict) and isinstance(extra.get("structuredPatch"), list) and call_id
-                and call_id not in self.diffed):  # the call's own arguments gave no diff
-            diff = _structured_patch(extra.get("filePath"), extra["structuredPatch"])
+        pending = self.pending_diffs.pop(call_id, None) if call_id else None
+        patch = extra.get("structuredPatch") if isinstance(extra, dict) else None
+        if call_id and call_id not in self.diffed and (pending or isinstance(patch, list)):
+            diff = None
+            if isinstance(patch, list):
+                diff = _structured_patch(_str(extra.get("filePath")) or (pending[2] if pending else "file"), patch)
+            if diff is None and pending:
+                diff = _edit_diff(*pending)
             if diff:
                 self.builder.amend_result(call_id, diff=diff)
 
@@ -354,6 +366,11 @@ class _Session:
 
     def build(self) -> Trajectory:
         b = self.builder
+        for call_id, pending in self.pending_diffs.items():  # edits whose result never came
+            diff = _edit_diff(*pending)
+            if diff:
+                b.amend_result(call_id, diff=diff)
+        self.pending_diffs = {}
         if self.models:
             b.set(model=max(self.models, key=lambda m: self.models[m]))
         if self.group != _MAIN:
