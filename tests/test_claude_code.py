@@ -271,3 +271,24 @@ def test_long_outputs_are_truncated_with_their_size_kept(corpus: Path) -> None:
     long = [s for s in t.steps if s.text_size > len(s.text)]
     assert long, "this session has large tool outputs"
     assert all("characters elided" in s.text for s in long)
+
+
+def test_edit_diffs_come_from_the_applied_patch_or_else_from_the_arguments(corpus: Path) -> None:
+    path = corpus / "claude_code" / INLINE
+    patches = {}
+    for entry in entries(path):
+        result = entry.get("toolUseResult")
+        for block in blocks(entry):
+            if block.get("type") == "tool_result" and isinstance(result, dict) and result.get("structuredPatch"):
+                patches[block["tool_use_id"]] = result["structuredPatch"]
+    edits = [c for t in ingest_file(path)[1] for c in t.tool_calls() if c.tool in ("Edit", "MultiEdit")]
+    applied = [c for c in edits if c.call_id in patches]
+    attempted = [c for c in edits if c.call_id not in patches]
+    assert applied and attempted, "this session has both"
+    for call in applied:
+        hunk = patches[call.call_id][0]
+        assert f"@@ -{hunk['oldStart']},{hunk['oldLines']} +{hunk['newStart']},{hunk['newLines']} @@" in call.diff
+    for call in attempted:  # refused edits ("File has not been read yet") changed nothing
+        result = ingest_file(path)[1]
+        assert call.diff is None
+        assert any(s.call_id == call.call_id and s.is_error for t in result for s in t.steps)

@@ -103,6 +103,18 @@ class ClaudeCode(TrajectoryFormat):
         yield from transcript.trajectories()
 
 
+def _turn(kind: Any, message: dict[str, Any]) -> int:
+    """1: a prompt (a user entry that is not tool results), 2: a response, 0: neither."""
+    if kind == "assistant":
+        return 2
+    if kind != "user":
+        return 0
+    content = message.get("content")
+    if isinstance(content, list):
+        return 0 if any(isinstance(b, dict) and b.get("type") == "tool_result" for b in content) else 1
+    return 1 if isinstance(content, str) else 0
+
+
 def _str(value: Any) -> str | None:
     """The value when it is a non-empty string: fields of the wrong type are ignored, not fatal."""
     return value if isinstance(value, str) and value else None
@@ -114,9 +126,9 @@ class _Transcript:
     def __init__(self, path: Path) -> None:
         self.path = path
         self.sessions: dict[str, _Session] = {}
+        #: uuid -> (message id, agent group, 1 if it starts a turn as a prompt, 2 as a response)
+        self.nodes: dict[str, tuple[str | None, str, int]] = {}
         self.children: dict[str, list[str]] = {}
-        self.turn_children: dict[str, list[str]] = {}
-        self.message_of: dict[str, str | None] = {}
         self.sidechain_group: dict[str, str] = {}
         self.dropped: set[str] = set()
 
@@ -124,37 +136,27 @@ class _Transcript:
         kind = entry.get("type")
         uuid = _str(entry.get("uuid"))
         parent = _str(entry.get("parentUuid")) or _str(entry.get("logicalParentUuid"))
-        if uuid is not None and uuid in self.message_of:
+        if uuid is not None and uuid in self.nodes:
             return  # the same entry written again
         group = self._group(entry, uuid, parent, line)
+        message = entry.get("message")
+        shaped = isinstance(message, dict)
+        if not shaped:
+            message = {}
         if uuid is not None:
-            message = entry.get("message")
-            self.message_of[uuid] = _str(message.get("id")) if isinstance(message, dict) else None
+            self.nodes[uuid] = (_str(message.get("id")), group, _turn(kind, message) if shaped else 0)
             if parent is not None:
                 self.children.setdefault(parent, []).append(uuid)
-                if kind in ("user", "assistant") and self._starts_turn(kind, entry, parent):
-                    # Per agent: a subagent starting under a parent entry is not a rewind of it.
-                    self.turn_children.setdefault(f"{group}\0{parent}", []).append(uuid)
-        for key in ("supersedesUuids", "retractedMessageUuids"):
-            if isinstance(entry.get(key), list):
-                self.dropped.update(u for u in entry[key] if isinstance(u, str))
+        if "supersedesUuids" in entry or "retractedMessageUuids" in entry:
+            for key in ("supersedesUuids", "retractedMessageUuids"):
+                if isinstance(entry.get(key), list):
+                    self.dropped.update(u for u in entry[key] if isinstance(u, str))
         if kind not in ("user", "assistant", "attachment"):
             return
         session = self.sessions.get(group)
         if session is None:
             session = self.sessions[group] = _Session(self.path, group)
-        session.add(entry, kind, uuid)
-
-    def _starts_turn(self, kind: str, entry: dict[str, Any], parent: str) -> bool:
-        message = entry.get("message")
-        if not isinstance(message, dict):
-            return False
-        if kind == "assistant":
-            return _str(message.get("id")) is None or message.get("id") != self.message_of.get(parent)
-        content = message.get("content")
-        if isinstance(content, list):
-            return not any(isinstance(b, dict) and b.get("type") == "tool_result" for b in content)
-        return isinstance(content, str)
+        session.add(entry, kind, uuid, message)
 
     def _group(self, entry: dict[str, Any], uuid: str | None, parent: str | None, line: int) -> str:
         if entry.get("isSidechain") is not True:
@@ -170,7 +172,18 @@ class _Transcript:
     def abandoned(self) -> set[str]:
         """Entries on branches the person rewound away from (with everything below them), and
         entries a later one superseded or retracted (alone: what follows them still happened)."""
-        stack = [uuid for kids in self.turn_children.values() if len(kids) > 1 for uuid in kids[:-1]]
+        stack: list[str] = []
+        for parent, kids in self.children.items():
+            if len(kids) < 2:
+                continue
+            parent_message = self.nodes[parent][0] if parent in self.nodes else None
+            turns: dict[str, list[str]] = {}  # per agent: a subagent starting under an entry is no rewind
+            for kid in kids:
+                message, group, turn = self.nodes[kid]
+                if turn == 1 or (turn == 2 and (message is None or message != parent_message)):
+                    turns.setdefault(group, []).append(kid)
+            for started in turns.values():
+                stack.extend(started[:-1])
         found: set[str] = set()
         while stack:
             uuid = stack.pop()
@@ -203,16 +216,15 @@ class _Session:
         self.pending_diffs: dict[str, tuple[str, dict[str, Any], str]] = {}
         self.header_done = False
 
-    def add(self, entry: dict[str, Any], kind: str, uuid: str | None) -> None:
+    def add(self, entry: dict[str, Any], kind: str, uuid: str | None, message: dict[str, Any]) -> None:
         b = self.builder
         if not self.header_done:  # every entry repeats them: the first complete one is enough
             b.set(session_id=_str(entry.get("sessionId")), cwd=_str(entry.get("cwd")),
                   git_branch=_str(entry.get("gitBranch")), agent_version=_str(entry.get("version")))
-            self.header_done = all(b.fields.get(k) for k in ("session_id", "cwd", "git_branch", "agent_version"))
+            # (gitBranch is "" outside a repository: it may never come)
+            self.header_done = all(b.fields.get(k) for k in ("session_id", "cwd", "agent_version"))
         sidechain = self.group != _MAIN
         stamp = entry.get("timestamp")
-        message = entry.get("message")
-        message = message if isinstance(message, dict) else {}
         if kind == "assistant":
             self._assistant(entry, message, stamp, sidechain)
         elif kind == "user":
@@ -259,7 +271,8 @@ class _Session:
         diff = None
         if call_id and name.lower() in ("edit", "multiedit"):
             # The result's structuredPatch is the better diff (real line numbers, what was applied)
-            # and costs nothing; difflib over the arguments only when no patch comes back.
+            # and costs nothing; difflib over the arguments only when a successful result has no
+            # patch, or no result came. A refused edit changed nothing and gets no diff.
             self.pending_diffs[call_id] = (name, args, paths[0] if paths else "file")
         else:
             diff = _edit_diff(name, args, paths[0] if paths else "file")
@@ -344,7 +357,7 @@ class _Session:
             diff = None
             if isinstance(patch, list):
                 diff = _structured_patch(_str(extra.get("filePath")) or (pending[2] if pending else "file"), patch)
-            if diff is None and pending:
+            if diff is None and pending and not is_error:  # a refused edit changed nothing: no diff
                 diff = _edit_diff(*pending)
             if diff:
                 self.builder.amend_result(call_id, diff=diff)
