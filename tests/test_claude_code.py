@@ -281,7 +281,8 @@ def test_edit_diffs_come_from_the_applied_patch_or_else_from_the_arguments(corpu
         for block in blocks(entry):
             if block.get("type") == "tool_result" and isinstance(result, dict) and result.get("structuredPatch"):
                 patches[block["tool_use_id"]] = result["structuredPatch"]
-    edits = [c for t in ingest_file(path)[1] for c in t.tool_calls() if c.tool in ("Edit", "MultiEdit")]
+    trajectories = ingest_file(path)[1]
+    edits = [c for t in trajectories for c in t.tool_calls() if c.tool in ("Edit", "MultiEdit")]
     applied = [c for c in edits if c.call_id in patches]
     attempted = [c for c in edits if c.call_id not in patches]
     assert applied and attempted, "this session has both"
@@ -289,6 +290,5 @@ def test_edit_diffs_come_from_the_applied_patch_or_else_from_the_arguments(corpu
         hunk = patches[call.call_id][0]
         assert f"@@ -{hunk['oldStart']},{hunk['oldLines']} +{hunk['newStart']},{hunk['newLines']} @@" in call.diff
     for call in attempted:  # refused edits ("File has not been read yet") changed nothing
-        result = ingest_file(path)[1]
         assert call.diff is None
-        assert any(s.call_id == call.call_id and s.is_error for t in result for s in t.steps)
+        assert any(s.call_id == call.call_id and s.is_error for t in trajectories for s in t.steps)
