@@ -7,7 +7,9 @@ Formats registered later are covered through their real files in the corpus.
 
 from __future__ import annotations
 
+import atexit
 import logging
+import shutil
 import tempfile
 from pathlib import Path
 
@@ -24,6 +26,7 @@ from tests.format_samples import format_names, samples
 
 SUFFIXES = sorted({s for f in registered_formats() for s in f.suffixes} | {".json", ".jsonl", ".traj"})
 SCRATCH = Path(tempfile.mkdtemp(prefix="skillmill-properties-"))
+atexit.register(shutil.rmtree, SCRATCH, ignore_errors=True)
 SETTINGS = settings(max_examples=150, deadline=None, derandomize=True,
                     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 
