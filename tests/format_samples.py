@@ -6,6 +6,8 @@ bad-input and property tests cover them without being edited.
 
 from __future__ import annotations
 
+import shutil
+import tempfile
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -24,6 +26,9 @@ class Sample:
     data: bytes
     trajectories: int
     steps: int
+    #: For formats spread over several files (a storage tree): the corpus folder to copy around it.
+    context: Path | None = None
+    relative: Path | None = None
 
     @property
     def lines(self) -> list[bytes]:
@@ -67,6 +72,32 @@ def samples(corpus: Path) -> dict[str, Sample]:
         _, _, path = min(candidates)
         data = path.read_bytes()
         _, trajectories = ingest_file(path)
-        chosen[name] = Sample(name, path, kind_of(data), data, len(trajectories),
-                              sum(len(t.steps) for t in trajectories))
+        steps = sum(len(t.steps) for t in trajectories)
+        relative = path.relative_to(corpus)
+        context = None if _self_contained(path, steps) else corpus / relative.parts[0]
+        chosen[name] = Sample(name, path, kind_of(data), data, len(trajectories), steps, context,
+                              relative.relative_to(relative.parts[0]) if context else None)
     return chosen
+
+
+def _self_contained(path: Path, steps: int) -> bool:
+    """Does the file read the same alone as in its folder?"""
+    with tempfile.TemporaryDirectory() as folder:
+        alone = Path(folder) / path.name
+        shutil.copy(path, alone)
+        return sum(len(t.steps) for t in ingest_file(alone)[1]) == steps
+
+
+def place(sample: Sample, folder: Path, data: bytes) -> Path:
+    """Write ``data`` where the sample lies, with its context around it when it needs one."""
+    if sample.context is None or sample.relative is None:
+        path = folder / f"broken{''.join(sample.path.suffixes[-2:])}"
+    else:
+        root = folder / f"context-{sample.format}"
+        if not root.exists():
+            shutil.copytree(sample.context, root, copy_function=shutil.copyfile)
+            for inner in [root, *root.rglob("*")]:  # the corpus is read-only
+                inner.chmod(0o755 if inner.is_dir() else 0o644)
+        path = root / sample.relative
+    path.write_bytes(data)
+    return path

@@ -25,7 +25,7 @@ from pipeline.ingest import PARSER_FAILED, ingest_file, iter_files, reader
 from pipeline.ingest.report import FileReport
 from pipeline.trajectory import Trajectory
 from tests.conftest import SAMPLES
-from tests.format_samples import Sample, format_names, samples
+from tests.format_samples import Sample, format_names, place, samples
 
 FORMATS = format_names()
 SESSION = SAMPLES / "claude_code/5c0375b4-57a5-4f26-b12d-d022ee4e51b7.jsonl"
@@ -44,9 +44,7 @@ def per_format(test):  # noqa: ANN001, ANN201
 
 
 def write(tmp_path: Path, sample: Sample, data: bytes) -> Path:
-    path = tmp_path / f"broken{''.join(sample.path.suffixes[-2:])}"
-    path.write_bytes(data)
-    return path
+    return place(sample, tmp_path, data)
 
 
 def check(report: FileReport, trajectories: list[Trajectory]) -> FileReport:
@@ -88,8 +86,8 @@ def test_a_truncated_last_line(sample: Sample, tmp_path: Path) -> None:
         assert report.status == "partial"
         assert "truncated last line" in report.errors[-1].reason
         assert report.errors[-1].line == cut.count(b"\n") + 1
-    elif sample.kind == "json":
-        assert report.status == "failed" and "invalid JSON" in report.errors[0].reason
+    elif sample.kind == "json":  # a cut document holds nothing whole; cut early, it may not be recognised
+        assert report.status in ("failed", "skipped")
     else:
         assert report.status in ("ok", "partial") and report.trajectories
 
@@ -106,7 +104,7 @@ def test_a_corrupt_line_in_the_middle(sample: Sample, tmp_path: Path) -> None:
         assert [(e.line, e.reason.split(":")[0]) for e in report.errors] == [(at + 1, "invalid JSON")]
         assert 0 < steps(trajectories) < sample.steps + 1, "the lines around it are kept"
     elif sample.kind == "json":
-        assert report.status == "failed" and "invalid JSON" in report.errors[0].reason
+        assert report.status in ("failed", "skipped")
     else:
         assert trajectories, "text around a garbled line is still read"
 
@@ -144,7 +142,7 @@ def test_a_run_of_nul_bytes_is_dropped_and_reported(sample: Sample, tmp_path: Pa
         data = b"\n".join(lines)
     report, trajectories = ingest_file(write(tmp_path, sample, data))
     check(report, trajectories)
-    assert report.status == "partial"
+    assert report.status == "partial", f"{report.errors} (JSON documents: read them with reader.load_json)"
     assert any("65536 NUL bytes dropped" in e.reason for e in report.errors)
     assert steps(trajectories) == sample.steps
 

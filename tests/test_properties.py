@@ -22,7 +22,7 @@ from pipeline.ingest import PARSER_FAILED, ingest_file
 from pipeline.ingest.report import FileReport
 from pipeline.plugins import registered_formats
 from tests.conftest import TRAJECTORIES
-from tests.format_samples import format_names, samples
+from tests.format_samples import Sample, format_names, place, samples
 
 SUFFIXES = sorted({s for f in registered_formats() for s in f.suffixes} | {".json", ".jsonl", ".traj"})
 SCRATCH = Path(tempfile.mkdtemp(prefix="skillmill-properties-"))
@@ -60,8 +60,8 @@ LOGGED = _Errors()
 logging.getLogger("pipeline.ingest").addHandler(LOGGED)
 
 
-def ingest_bytes(data: bytes, suffix: str) -> FileReport:
-    path = SCRATCH / f"input{suffix}"
+def ingest_bytes(data: bytes, suffix: str, sample: Sample | None = None) -> FileReport:
+    path = place(sample, SCRATCH, data) if sample else SCRATCH / f"input{suffix}"
     path.write_bytes(data)
     LOGGED.seen.clear()
     report, trajectories = ingest_file(path)
@@ -151,7 +151,7 @@ def test_real_files_with_random_values_in_random_places(name: str, data: st.Data
             path = a_path(data, document)
             if path:
                 document = replaced(document, path, data.draw(json_values))
-        ingest_bytes(orjson.dumps(document), suffix)
+        ingest_bytes(orjson.dumps(document), suffix, sample)
     elif sample.kind == "jsonl":
         records = sample.records()
         for _ in range(data.draw(st.integers(1, 4))):
@@ -162,7 +162,7 @@ def test_real_files_with_random_values_in_random_places(name: str, data: st.Data
                 records[index] = replaced(records[index], path, data.draw(json_values))
             else:  # a random line among the real ones
                 records.insert(index, data.draw(json_objects))
-        ingest_bytes(b"\n".join(orjson.dumps(r) for r in records), suffix)
+        ingest_bytes(b"\n".join(orjson.dumps(r) for r in records), suffix, sample)
     else:
         lines = sample.lines
         for _ in range(data.draw(st.integers(1, 6))):
@@ -172,7 +172,7 @@ def test_real_files_with_random_values_in_random_places(name: str, data: st.Data
                                                          b">>>>>>> REPLACE", b"```", b"# aider chat started at x",
                                                          b"#### /run", b"#### /test", b"> Applied edit to "])))
             lines.insert(index, noise)
-        ingest_bytes(b"\n".join(lines), suffix)
+        ingest_bytes(b"\n".join(lines), suffix, sample)
 
 
 @pytest.mark.parametrize("name", format_names())
@@ -180,4 +180,4 @@ def test_real_files_with_random_values_in_random_places(name: str, data: st.Data
 @given(cut=st.floats(0, 1), junk=st.binary(max_size=64))
 def test_real_files_cut_anywhere(name: str, cut: float, junk: bytes) -> None:
     sample = sample_or_skip(name)
-    ingest_bytes(sample.data[: int(len(sample.data) * cut)] + junk, "".join(sample.path.suffixes[-2:]))
+    ingest_bytes(sample.data[: int(len(sample.data) * cut)] + junk, "".join(sample.path.suffixes[-2:]), sample)
