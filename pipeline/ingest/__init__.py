@@ -7,6 +7,8 @@
 
 from __future__ import annotations
 
+import errno
+import logging
 import os
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -24,6 +26,8 @@ if TYPE_CHECKING:
     from pipeline.ingest.sources import Ignore
 
 __all__ = ["Checkpoint", "FileReport", "Trajectory", "detect", "ingest_file", "iter_files"]
+
+logger = logging.getLogger(__name__)
 
 
 def _suffixes() -> tuple[str, ...]:
@@ -44,7 +48,7 @@ def iter_files(paths: Iterable[str | Path], *, ignore: Ignore | None = None) -> 
         raise UsageError(f"no such file or directory: {', '.join(missing)}",
                          hint="pass trajectory files or folders that hold them")
     suffixes = _suffixes()
-    seen: set[Path] = set()
+    seen: set[Path | tuple[int, int]] = set()
     for root in roots:
         if root.is_dir():
             if ignore and ignore.covers(root):
@@ -56,16 +60,33 @@ def iter_files(paths: Iterable[str | Path], *, ignore: Ignore | None = None) -> 
                 for name in sorted(files):
                     if name.endswith(suffixes) and not name.endswith(".report.json"):
                         path = Path(folder) / name
-                        if path not in seen:
-                            seen.add(path)
+                        if _first_time(path, seen):
                             yield path
-        elif root not in seen:
-            seen.add(root)
+        elif _first_time(root, seen):
             yield root
 
 
+def _first_time(path: Path, seen: set[Path | tuple[int, int]]) -> bool:
+    """A file reached twice (through a symlink, or named twice) is read once."""
+    try:
+        stat = path.stat()
+        key: Path | tuple[int, int] = (stat.st_dev, stat.st_ino)
+    except OSError:  # a broken symlink or a loop: still listed, so its report says what is wrong
+        key = path
+    if key in seen:
+        return False
+    seen.add(key)
+    return True
+
+
 def detect(probe: Probe) -> TrajectoryFormat | None:
-    return next((fmt for fmt in registered_formats() if fmt.sniff(probe)), None)
+    for fmt in registered_formats():
+        try:
+            if fmt.sniff(probe):
+                return fmt
+        except Exception:  # noqa: BLE001 -- a plugin's bug must not stop the others from looking
+            logger.exception("format %s failed to sniff %s", fmt.name, probe.path)
+    return None
 
 
 def ingest_file(path: Path, *, checkpoint: Checkpoint | None = None,
@@ -80,7 +101,7 @@ def ingest_file(path: Path, *, checkpoint: Checkpoint | None = None,
     try:
         if not path.is_file():
             report.status = "failed"
-            report.error("not a regular file (broken symlink, directory or device)")
+            report.error(_not_a_file(path))
             return report, []
         probe = Probe.read(path) if fmt is None else None
     except OSError as exc:
@@ -88,9 +109,9 @@ def ingest_file(path: Path, *, checkpoint: Checkpoint | None = None,
         report.error(f"cannot read: {exc.strerror or exc}")
         return report, []
     if probe is not None:
-        if not probe.head.strip():
+        if not probe.head.strip(b" \t\r\n\x00"):
             report.status = "skipped"
-            report.error("empty file")
+            report.error("empty file" if not probe.head else "empty file (only whitespace or NUL bytes)")
             return report, []
         fmt = detect(probe)
     if fmt is None:
@@ -109,4 +130,24 @@ def ingest_file(path: Path, *, checkpoint: Checkpoint | None = None,
             trajectories.append(trajectory.with_id())
     except OSError as exc:
         report.error(f"read failed part-way: {exc.strerror or exc}")
+    except Exception as exc:  # noqa: BLE001 -- one file's surprise must not end a run over thousands
+        logger.exception("the %s parser failed on %s", fmt.name, path)
+        report.error(f"{PARSER_FAILED} {fmt.name} parser: {type(exc).__name__}: {exc}"[:500])
     return report.finish(trajectories), trajectories
+
+
+#: Prefix of the error a parser's unexpected exception leaves in the report (a bug to fix).
+PARSER_FAILED = "internal error in the"
+
+
+def _not_a_file(path: Path) -> str:
+    if path.is_symlink():
+        try:
+            path.resolve(strict=True)
+        except RuntimeError:
+            return "symlink loop"
+        except OSError as exc:
+            return "symlink loop" if exc.errno == errno.ELOOP else "broken symlink (its target does not exist)"
+    if path.is_dir():
+        return "a directory, not a file"
+    return "not a regular file (a device, socket or pipe)"

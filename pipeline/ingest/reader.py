@@ -1,13 +1,16 @@
 """Bounded, forgiving readers: a bad line is reported and skipped, never fatal.
 
 Lines are read with a length cap, so a 64 MiB line or a file of NULs costs bounded memory.
-orjson parses iteratively (no recursion), so deeply nested JSON fails cleanly.
+orjson parses iteratively (no recursion) and stops at 1024 levels, so deeply nested JSON
+fails cleanly instead of blowing the stack. NUL runs (what a crash leaves in a file being
+appended to) are dropped and reported; the JSON around them is kept.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -17,11 +20,19 @@ from pipeline.ingest.report import FileReport
 
 #: Longest JSONL line we parse; longer ones are skipped in chunks and reported.
 MAX_LINE_BYTES = 16 * 1024 * 1024
+#: Longest text line (Markdown histories) we keep; the rest of such a line is dropped and reported.
+MAX_TEXT_LINE_BYTES = 1024 * 1024
 #: Largest single-document JSON file we load whole.
 MAX_JSON_BYTES = 256 * 1024 * 1024
 #: Bytes read from the start of a file to detect its format.
 PROBE_BYTES = 64 * 1024
+#: How far past NUL bytes detection looks for content before giving up.
+MAX_PROBE_SCAN = 16 * 1024 * 1024
 _CHUNK = 1024 * 1024
+#: Text is decoded this much at a time: big enough to be fast, small enough that the lines of
+#: one block (as Python strings, several times the bytes) stay a small, fixed cost.
+_TEXT_CHUNK = 256 * 1024
+_NUL = b"\x00"
 
 
 def _loads(raw: bytes, report: FileReport, line: int | None) -> Any:
@@ -64,6 +75,8 @@ def iter_jsonl(path: Path, report: FileReport, *, checkpoint: Checkpoint | None 
                              number)
                 continue
             stripped = raw.strip()
+            if _NUL in stripped:
+                stripped = _drop_nuls(stripped, report, number)
             if not stripped:
                 continue
             try:
@@ -72,6 +85,87 @@ def iter_jsonl(path: Path, report: FileReport, *, checkpoint: Checkpoint | None 
                 truncated = not raw.endswith(b"\n")
                 reason = "truncated last line (file still being written?)" if truncated else f"invalid JSON: {exc}"
                 report.error(reason, number)
+
+
+def _drop_nuls(raw: bytes, report: FileReport, line: int | None) -> bytes:
+    """NUL bytes are never valid in JSON text (not even inside strings), so removing them loses nothing."""
+    kept = raw.replace(_NUL, b"").strip()
+    report.error(f"{len(raw) - len(kept)} NUL bytes dropped", line)
+    return kept
+
+
+def iter_text_lines(path: Path, report: FileReport,
+                    max_line: int = MAX_TEXT_LINE_BYTES) -> Iterator[tuple[int, str]]:
+    """Yield ``(line_number, text)`` of a text file without the line ending, streaming.
+
+    A line longer than ``max_line`` keeps its head and is reported; invalid UTF-8 is
+    replaced and reported; NUL bytes are dropped and reported. Nothing here raises for
+    bad content. Whole lines are decoded 256 KiB at a time; only a block holding
+    something wrong is taken line by line.
+    """
+    with path.open("rb") as handle:
+        number = 0
+        pending = b""
+        while True:
+            chunk = handle.read(_TEXT_CHUNK)
+            data = pending + chunk if pending else chunk
+            if not chunk:
+                if data:  # a last line without its newline
+                    yield number + 1, _text_line(data, report, number + 1, max_line)
+                return
+            cut = data.rfind(b"\n")
+            if cut < 0:
+                pending = data
+                if len(data) > max_line:  # one line past the limit: keep its start, skip the rest
+                    number += 1
+                    dropped = len(data) - max_line + _skip_to_newline(handle)
+                    yield number, _text_line(data[:max_line], report, number, max_line, dropped)
+                    pending = b""
+                continue
+            block, pending = data[:cut], data[cut + 1:]
+            lines = _clean_lines(block, max_line)
+            if lines is None:
+                for raw in block.split(b"\n"):
+                    number += 1
+                    yield number, _text_line(raw, report, number, max_line)
+                continue
+            for line in lines:
+                number += 1
+                yield number, line
+
+
+def _clean_lines(block: bytes, max_line: int) -> list[str] | None:
+    """The lines of a block with nothing to report, or None."""
+    if _NUL in block:
+        return None
+    try:
+        text = block.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    lines = text.split("\n")
+    if "\r" in text:
+        lines = [line.rstrip("\r") for line in lines]
+    if len(block) > max_line and max(map(len, lines)) > max_line // 4:  # (UTF-8: up to 4 bytes a character)
+        return None
+    return lines
+
+
+def _text_line(raw: bytes, report: FileReport, number: int, max_line: int, dropped: int = 0) -> str:
+    if len(raw) > max_line:
+        raw, dropped = raw[:max_line], dropped + len(raw) - max_line
+    if dropped:
+        report.error(f"line of {len(raw) + dropped} bytes is longer than the {max_line}-byte limit; "
+                     "only its start was read", number)
+    if _NUL in raw:
+        kept = raw.replace(_NUL, b"")
+        report.error(f"{len(raw) - len(kept)} NUL bytes dropped", number)
+        raw = kept
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        text = raw.decode("utf-8", errors="replace")
+        report.error("invalid UTF-8 bytes replaced with U+FFFD", number)
+    return text.rstrip("\r")
 
 
 def _skip_to_newline(handle: Any) -> int:
@@ -89,8 +183,11 @@ def load_json(path: Path, report: FileReport) -> Any | None:
     if size > MAX_JSON_BYTES:
         report.error(f"file of {size} bytes is larger than the {MAX_JSON_BYTES}-byte limit for JSON documents")
         return None
+    data = path.read_bytes()
+    if _NUL in data:
+        data = _drop_nuls(data, report, None)
     try:
-        return _loads(path.read_bytes(), report, None)
+        return _loads(data, report, None)
     except orjson.JSONDecodeError as exc:
         report.error(f"invalid JSON: {exc}")
         return None
@@ -117,7 +214,7 @@ class Probe:
     records: list[Any] = field(default_factory=list)
     document: Any = None
 
-    @property
+    @cached_property
     def text(self) -> str:
         return self.head.decode("utf-8", errors="replace")
 
@@ -128,12 +225,22 @@ class Probe:
 
     @classmethod
     def read(cls, path: Path) -> Probe:
+        """The first ``PROBE_BYTES`` that are not NUL (a crash can leave a hole of them anywhere)."""
         with path.open("rb") as handle:
             head = handle.read(PROBE_BYTES)
+            whole = len(head) < PROBE_BYTES
+            if _NUL in head:
+                head = head.replace(_NUL, b"")
+                budget = MAX_PROBE_SCAN
+                while len(head) < PROBE_BYTES and not whole and budget > 0:
+                    chunk = handle.read(_CHUNK)
+                    whole, budget = len(chunk) < _CHUNK, budget - len(chunk)
+                    head += chunk.replace(_NUL, b"")
+                head = head[:PROBE_BYTES] if not whole else head
         probe = cls(path=path, head=head)
         if head.lstrip()[:1] == b"{" or head.lstrip()[:1] == b"[":
             probe.records = _first_records(head)
-            if len(head) < PROBE_BYTES:
+            if whole:
                 try:
                     probe.document = orjson.loads(head)
                 except orjson.JSONDecodeError:
@@ -144,7 +251,7 @@ class Probe:
 def _first_records(head: bytes, limit: int = 8) -> list[Any]:
     records: list[Any] = []
     for line in head.split(b"\n")[:limit]:
-        line = line.strip()
+        line = line.replace(_NUL, b"").strip()
         if not line:
             continue
         try:

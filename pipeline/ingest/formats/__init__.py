@@ -3,6 +3,7 @@
 from collections.abc import Callable
 
 from pipeline.ingest.base import TrajectoryFormat
+from pipeline.ingest.formats.aider import Aider
 from pipeline.ingest.formats.atif import Atif
 from pipeline.ingest.formats.claude_code import ClaudeCode
 from pipeline.ingest.formats.codex import CodexRollout
@@ -24,3 +25,4 @@ def register_formats(register: Callable[[TrajectoryFormat], None]) -> None:
     register(SweAgent())
     register(OpenHands())
     register(Atif())
+    register(Aider())

@@ -2,20 +2,41 @@
 
 One JSON entry per line. Assistant API responses are split over several lines sharing
 ``message.id``; tool results come back as *user* entries holding ``tool_result`` blocks.
-Entry types we do not use (file-history-snapshot, queue-operation, attachment, the 2.1.x
-additions ...) are skipped, never fatal. See ../shared/docs/trajectory-formats.md §1.
+Entry types we do not use (file-history-snapshot, queue-operation, progress, the 2.1.x
+additions ...) are skipped, never fatal. See ../shared/docs/trajectory-formats.md §1, §12.
+
+Subagents. Claude Code has written them three ways: inline in the session file with
+``isSidechain: true`` (1.0.x), as ``agent-<id>.jsonl`` beside the session (<= 2.0) and as
+``<session>/subagents/agent-<id>.jsonl`` (2.1.x). Every subagent run becomes its own
+trajectory whatever the layout: ``session_id`` ``agent-<agentId>`` (the id the parent's Task
+result names) or ``sidechain-<uuid of its first entry>`` (1.0.x, which has no agent id),
+``parent_session_id`` the parent's session id, its task the prompt the parent gave it. The
+parent keeps its Task call and the subagent's final report as that call's result. Why split
+rather than merge into the parent: a subagent run is the best unit to distil (one focused,
+self-contained task, its own tool calls, its own end), parallel subagents written inline would
+otherwise interleave their steps in the parent and muddle "last check after the last edit",
+and the same session reads the same way whichever Claude Code version recorded it.
+
+Branches. Entries form a tree through ``uuid`` / ``parentUuid``. Parallel tool calls branch
+it too (2.1.x hangs each result under its own tool_use line), so only a *turn* branch is a
+rewind: a node with two or more children that each start a turn (a prompt, or an assistant
+response with a new ``message.id``). The later child is what the person went on with; the
+earlier subtrees were abandoned (and with "rewind code", their edits undone), so their steps
+are left out. ``supersedesUuids`` / ``retractedMessageUuids`` drop entries the same way. An
+entry whose ``uuid`` was seen before is skipped, so nothing is read twice.
 """
 
 from __future__ import annotations
 
 import difflib
-import json
 import pickle
 import re
 import zlib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+
+import orjson
 
 from pipeline.ingest.base import TrajectoryFormat
 from pipeline.ingest.reader import Checkpoint, Probe, iter_jsonl
@@ -24,26 +45,35 @@ from pipeline.trajectory import Trajectory, TrajectoryBuilder
 from pipeline.trajectory.commands import is_shell_tool
 
 _ENTRY_TYPES = {"user", "assistant", "system", "summary", "file-history-snapshot", "queue-operation",
-                "progress", "attachment"}
-_EXIT_CODE = re.compile(r"^Exit code (\d+)")
+                "progress", "attachment", "custom-title", "ai-title", "agent-name", "agent-setting",
+                "permission-mode", "mode", "pr-link", "last-prompt", "bridge-session", "worktree-state"}
+_EXIT_CODE = re.compile(r"^Exit code (-?\d+)")
 _COMMAND_NAME = re.compile(r"<command-name>(.*?)</command-name>", re.S)
 _COMMAND_ARGS = re.compile(r"<command-args>(.*?)</command-args>", re.S)
-_INJECTED = ("<local-command-stdout>", "<local-command-stderr>", "<system-reminder>", "<command-message>",
-             "Caveat: The messages below were generated", "<user-prompt-submit-hook>", "<bash-stdout>",
-             "<bash-input>", "<bash-stderr>")
+#: Text Claude Code puts in *user* entries that no person typed.
+_INJECTED = ("<local-command-stdout>", "<local-command-stderr>", "<local-command-caveat>", "<system-reminder>",
+             "<command-message>", "Caveat: The messages below were generated", "<user-prompt-submit-hook>",
+             "<bash-stdout>", "<bash-input>", "<bash-stderr>", "<bash-notification>", "<task-notification>",
+             "[Request interrupted by user")
+#: Tool results that mean the tool never ran: the person said no, or the input was invalid.
+_NOT_RUN = ("The user doesn't want to proceed with this tool use", "The user doesn't want to take this action",
+            "Claude requested permissions to", "Permission to use", "<tool_use_error>")
 _PATH_KEYS = ("file_path", "notebook_path", "path")
+_HEAD_CHARS = 2000
 #: Built-in slash commands that manage the session rather than ask for work.
 _SESSION_COMMANDS = {"/clear", "/compact", "/model", "/cost", "/help", "/login", "/logout", "/status", "/config",
                      "/resume", "/exit", "/mcp", "/memory", "/permissions", "/doctor", "/context", "/hooks",
                      "/agents", "/ide", "/vim", "/terminal-setup", "/add-dir", "/bug", "/release-notes",
                      "/export", "/usage", "/rewind", "/statusline", "/output-style", "/todos", "/plugin"}
+_MAIN = "main"
 
 
 class ClaudeCode(TrajectoryFormat):
     name = "claude-code"
     agent = "claude-code"
-    description = "Claude Code session transcripts (JSONL, one entry per line)"
-    locations = ("~/.claude/projects/*/*.jsonl", "~/.claude/projects/*/*/subagents/agent-*.jsonl")
+    description = "Claude Code session transcripts (JSONL; subagents of all three layouts linked to their session)"
+    locations = ("~/.claude/projects/*/*.jsonl", "~/.claude/projects/*/agent-*.jsonl",
+                 "~/.claude/projects/*/*/subagents/agent-*.jsonl")
     suffixes = (".jsonl",)
     priority = 10
 
@@ -52,12 +82,12 @@ class ClaudeCode(TrajectoryFormat):
             if not isinstance(record, dict):
                 return False
             kind = record.get("type")
+            if not isinstance(kind, str):
+                return False
             if kind in ("user", "assistant", "system") and "sessionId" in record and "uuid" in record:
                 return True
             if kind == "summary" and "leafUuid" in record:
                 return True
-            if kind == "file-history-snapshot" and "messageId" in record:
-                continue
             if kind not in _ENTRY_TYPES:
                 return False
         return False
@@ -70,149 +100,322 @@ class ClaudeCode(TrajectoryFormat):
     def resume(self, path: Path, report: FileReport, checkpoint: Checkpoint) -> Iterator[Trajectory]:
         """Incremental hook (watermarks, issue 3): continue a growing session where the last read stopped.
 
-        Claude Code only appends to a session file. The whole ``_Session`` (builder, open calls,
-        de-duplication keys) is pickled into ``checkpoint.state`` as it stood after the last
-        *complete* line, and the next read unpickles it and feeds only the appended lines, so calls
-        pair across the boundary and the task stays the first request. The caller
-        (``pipeline.ingest.watermark``) checks that the already-read bytes are unchanged and that the
-        state was written by this same code; otherwise it reads the file whole.
+        Claude Code only appends to a session file. The whole ``_Transcript`` (the entry tree, one
+        ``_Session`` per agent with its builder, open calls and de-duplication keys) is pickled into
+        ``checkpoint.state`` as it stood after the last *complete* line, and the next read unpickles
+        it and feeds only the appended lines, so calls pair across the boundary, the task stays the
+        first request, and rewound branches are still resolved over the whole tree at the end. The
+        caller (``pipeline.ingest.watermark``) checks that the already-read bytes are unchanged and
+        that the state was written by this same code; otherwise it reads the file whole.
         """
         return self._read(path, report, checkpoint)
 
     def _read(self, path: Path, report: FileReport, checkpoint: Checkpoint | None) -> Iterator[Trajectory]:
-        session = pickle.loads(checkpoint.state) if checkpoint and checkpoint.state else _Session(path)
+        transcript = pickle.loads(checkpoint.state) if checkpoint and checkpoint.state else _Transcript(path)
         snapshot = None
         for line, record in iter_jsonl(path, report, checkpoint=checkpoint):
             if checkpoint is not None and snapshot is None and line > checkpoint.line:
-                snapshot = pickle.dumps(session)  # a last line without newline: resume from before it
+                snapshot = pickle.dumps(transcript)  # a last line without newline: resume from before it
             if not isinstance(record, dict):
                 report.error(f"expected a JSON object, found {type(record).__name__}", line)
                 continue
             try:
-                session.add(record)
+                transcript.add(record, line)
             except (TypeError, AttributeError, ValueError, KeyError) as exc:
                 report.error(f"unexpected shape of a {record.get('type')!r} entry: {exc}", line)
         if checkpoint is not None:
-            checkpoint.state = snapshot or pickle.dumps(session)
-        if session.builder.steps:
-            yield session.build()
+            checkpoint.state = snapshot or pickle.dumps(transcript)  # before trajectories() prunes branches
+        yield from transcript.trajectories()
+
+
+def _turn(kind: Any, message: dict[str, Any]) -> int:
+    """1: a prompt (a user entry that is not tool results), 2: a response, 0: neither."""
+    if kind == "assistant":
+        return 2
+    if kind != "user":
+        return 0
+    content = message.get("content")
+    if isinstance(content, list):
+        return 0 if any(isinstance(b, dict) and b.get("type") == "tool_result" for b in content) else 1
+    return 1 if isinstance(content, str) else 0
+
+
+def _str(value: Any) -> str | None:
+    """The value when it is a non-empty string: fields of the wrong type are ignored, not fatal."""
+    return value if isinstance(value, str) and value else None
+
+
+class _Transcript:
+    """The entry tree of one file, and one ``_Session`` per agent (the main one, each subagent)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.sessions: dict[str, _Session] = {}
+        #: uuid -> (message id, agent group, 1 if it starts a turn as a prompt, 2 as a response)
+        self.nodes: dict[str, tuple[str | None, str, int]] = {}
+        self.children: dict[str, list[str]] = {}
+        self.sidechain_group: dict[str, str] = {}
+        self.dropped: set[str] = set()
+
+    def add(self, entry: dict[str, Any], line: int) -> None:
+        kind = entry.get("type")
+        uuid = _str(entry.get("uuid"))
+        parent = _str(entry.get("parentUuid")) or _str(entry.get("logicalParentUuid"))
+        if uuid is not None and uuid in self.nodes:
+            return  # the same entry written again
+        group = self._group(entry, uuid, parent, line)
+        message = entry.get("message")
+        shaped = isinstance(message, dict)
+        if not shaped:
+            message = {}
+        if uuid is not None:
+            self.nodes[uuid] = (_str(message.get("id")), group, _turn(kind, message) if shaped else 0)
+            if parent is not None:
+                self.children.setdefault(parent, []).append(uuid)
+        if "supersedesUuids" in entry or "retractedMessageUuids" in entry:
+            for key in ("supersedesUuids", "retractedMessageUuids"):
+                if isinstance(entry.get(key), list):
+                    self.dropped.update(u for u in entry[key] if isinstance(u, str))
+        if kind not in ("user", "assistant", "attachment"):
+            return
+        session = self.sessions.get(group)
+        if session is None:
+            session = self.sessions[group] = _Session(self.path, group)
+        session.add(entry, kind, uuid, message)
+
+    def _group(self, entry: dict[str, Any], uuid: str | None, parent: str | None, line: int) -> str:
+        if entry.get("isSidechain") is not True:
+            return _MAIN
+        agent = _str(entry.get("agentId"))
+        if agent:
+            return f"agent-{agent}"
+        group = (self.sidechain_group.get(parent) if parent else None) or f"sidechain-{uuid or line}"
+        if uuid:
+            self.sidechain_group[uuid] = group
+        return group
+
+    def abandoned(self) -> set[str]:
+        """Entries on branches the person rewound away from (with everything below them), and
+        entries a later one superseded or retracted (alone: what follows them still happened)."""
+        stack: list[str] = []
+        for parent, kids in self.children.items():
+            if len(kids) < 2:
+                continue
+            parent_message = self.nodes[parent][0] if parent in self.nodes else None
+            turns: dict[str, list[str]] = {}  # per agent: a subagent starting under an entry is no rewind
+            for kid in kids:
+                message, group, turn = self.nodes[kid]
+                if turn == 1 or (turn == 2 and (message is None or message != parent_message)):
+                    turns.setdefault(group, []).append(kid)
+            for started in turns.values():
+                stack.extend(started[:-1])
+        found: set[str] = set()
+        while stack:
+            uuid = stack.pop()
+            if uuid not in found:
+                found.add(uuid)
+                stack.extend(self.children.get(uuid, ()))
+        return found | self.dropped
+
+    def trajectories(self) -> Iterator[Trajectory]:
+        abandoned = self.abandoned()
+        for session in sorted(self.sessions.values(), key=lambda s: s.group != _MAIN):
+            session.prune(abandoned)
+            if session.builder.steps:
+                yield session.build()
 
 
 class _Session:
-    def __init__(self, path: Path) -> None:
+    """The steps of one agent (main or subagent) of the file."""
+
+    def __init__(self, path: Path, group: str) -> None:
+        self.group = group
         self.builder = TrajectoryBuilder(source_format=ClaudeCode.name, agent=ClaudeCode.agent,
                                          source_path=str(path))
+        self.step_entries: list[str | None] = []
         self.models: dict[str, int] = {}
         self.seen_blocks: set[str] = set()
+        self.answered: set[str] = set()
         self.call_tools: dict[str, str] = {}
-        self.all_sidechain = True
-        self.agent_id: str | None = None
+        self.diffed: set[str] = set()
+        self.pending_diffs: dict[str, tuple[str, dict[str, Any], str]] = {}
+        self.header_done = False
 
-    def add(self, entry: dict[str, Any]) -> None:
-        kind = entry.get("type")
-        if kind not in ("user", "assistant"):
-            return
+    def add(self, entry: dict[str, Any], kind: str, uuid: str | None, message: dict[str, Any]) -> None:
         b = self.builder
-        b.set(session_id=entry.get("sessionId"), cwd=entry.get("cwd"), git_branch=entry.get("gitBranch"),
-              agent_version=entry.get("version"))
-        sidechain = bool(entry.get("isSidechain"))
-        self.all_sidechain &= sidechain
-        self.agent_id = self.agent_id or entry.get("agentId")
-        message = entry.get("message") or {}
+        if not self.header_done:  # every entry repeats them: the first complete one is enough
+            b.set(session_id=_str(entry.get("sessionId")), cwd=_str(entry.get("cwd")),
+                  git_branch=_str(entry.get("gitBranch")), agent_version=_str(entry.get("version")))
+            # (gitBranch is "" outside a repository: it may never come)
+            self.header_done = all(b.fields.get(k) for k in ("session_id", "cwd", "agent_version"))
+        sidechain = self.group != _MAIN
         stamp = entry.get("timestamp")
         if kind == "assistant":
-            self._assistant(message, stamp, sidechain)
-        else:
+            self._assistant(entry, message, stamp, sidechain)
+        elif kind == "user":
             self._user(entry, message, stamp, sidechain)
+        else:
+            self._attachment(entry.get("attachment"), stamp, sidechain)
+        self.step_entries.extend([uuid] * (len(b.steps) - len(self.step_entries)))
 
-    def _assistant(self, message: dict[str, Any], stamp: Any, sidechain: bool) -> None:
-        model = message.get("model")
-        if model and model != "<synthetic>":
+    # -- assistant ------------------------------------------------------------------------
+    def _assistant(self, entry: dict[str, Any], message: dict[str, Any], stamp: Any, sidechain: bool) -> None:
+        model = _str(message.get("model"))
+        synthetic = model == "<synthetic>" or entry.get("isApiErrorMessage") is True
+        if model and not synthetic:
             self.models[model] = self.models.get(model, 0) + 1
         content = message.get("content")
         if isinstance(content, str):
             content = [{"type": "text", "text": content}]
-        for position, block in enumerate(content or []):
+        if not isinstance(content, list):
+            return
+        for position, block in enumerate(content):
             if not isinstance(block, dict):
                 continue
             # zlib.crc32, not hash(): the key must match across processes when a read resumes.
-            key = block.get("id") or f"{message.get('id')}:{position}:{zlib.crc32(str(block.get('text')).encode())}"
+            btype = block.get("type")
+            text = _str(block.get("text"))
+            key = _str(block.get("id")) or f"{message.get('id')}:{position}:{zlib.crc32((text or '').encode())}"
             if key in self.seen_blocks:
                 continue  # the same block written again by a later line of the same response
             self.seen_blocks.add(key)
-            btype = block.get("type")
-            if btype == "text" and (block.get("text") or "").strip():
-                self.builder.assistant(block["text"], timestamp=stamp, sidechain=sidechain)
+            if btype == "text" and text and text.strip():
+                if synthetic:
+                    # API errors and Claude Code's own notices: neither the model nor a person.
+                    self.builder.user(text, timestamp=stamp, meta=True, sidechain=sidechain)
+                else:
+                    self.builder.assistant(text, timestamp=stamp, sidechain=sidechain)
             elif btype == "tool_use":
                 self._tool_use(block, stamp, sidechain)
 
     def _tool_use(self, block: dict[str, Any], stamp: Any, sidechain: bool) -> None:
-        name = str(block.get("name") or "tool")
+        name = _str(block.get("name")) or "tool"
         args = block.get("input") if isinstance(block.get("input"), dict) else {}
-        paths = [str(args[k]) for k in _PATH_KEYS if isinstance(args.get(k), str)]
-        command = args.get("command") if is_shell_tool(name) and isinstance(args.get("command"), str) else None
-        diff = _edit_diff(name, args, paths[0] if paths else "file")
-        text = command or _describe(name, args)
-        call_id = block.get("id")
-        self.call_tools[str(call_id)] = name
-        self.builder.call(name, call_id=call_id, text=text, command=command, paths=paths, diff=diff,
-                          timestamp=stamp, sidechain=sidechain)
+        paths = [args[k] for k in _PATH_KEYS if _str(args.get(k))]
+        command = _str(args.get("command")) if is_shell_tool(name) else None
+        call_id = _str(block.get("id"))
+        diff = None
+        if call_id and name.lower() in ("edit", "multiedit"):
+            # The result's structuredPatch is the better diff (real line numbers, what was applied)
+            # and costs nothing; difflib over the arguments only when a successful result has no
+            # patch, or no result came. A refused edit changed nothing and gets no diff.
+            self.pending_diffs[call_id] = (name, args, paths[0] if paths else "file")
+        else:
+            diff = _edit_diff(name, args, paths[0] if paths else "file")
+        if call_id:
+            self.call_tools[call_id] = name
+            if diff:
+                self.diffed.add(call_id)
+        self.builder.call(name, call_id=call_id, text=command or _describe(name, args), command=command,
+                          paths=paths, diff=diff, timestamp=stamp, sidechain=sidechain)
 
+    # -- user -----------------------------------------------------------------------------
     def _user(self, entry: dict[str, Any], message: dict[str, Any], stamp: Any, sidechain: bool) -> None:
         content = message.get("content")
-        meta = bool(entry.get("isMeta") or entry.get("isCompactSummary"))
+        # A compact summary ("This session is being continued ...") is Claude Code talking, not a person.
+        meta = entry.get("isMeta") is True or entry.get("isCompactSummary") is True
         if isinstance(content, str):
             self._user_text(content, stamp, meta, sidechain)
             return
-        for block in content or []:
+        if not isinstance(content, list):
+            return
+        for block in content:
             if not isinstance(block, dict):
                 continue
             btype = block.get("type")
             if btype == "tool_result":
-                self._tool_result(block, entry.get("toolUseResult"), stamp, sidechain)
+                self._tool_result(block, entry, stamp, sidechain)
             elif btype == "text":
-                self._user_text(str(block.get("text") or ""), stamp, meta, sidechain)
+                self._user_text(_str(block.get("text")) or "", stamp, meta, sidechain)
             elif btype in ("image", "document"):
                 self.builder.user(f"[{btype}]", timestamp=stamp, meta=meta, sidechain=sidechain)
 
     def _user_text(self, text: str, stamp: Any, meta: bool, sidechain: bool) -> None:
         if not text.strip():
             return
-        name = _COMMAND_NAME.search(text)
+        head = text[:_HEAD_CHARS].lstrip()  # what marks a text is at its start; outputs can be huge
+        name = _COMMAND_NAME.search(head) if "<command-name>" in head else None
         if name:  # a slash command: keep "/name args" as what the person asked
             args = _COMMAND_ARGS.search(text)
             command = name.group(1).strip()
             text = f"{command} {args.group(1).strip() if args else ''}".strip()
             meta = meta or command in _SESSION_COMMANDS
-        elif text.lstrip().startswith(_INJECTED):
+        elif head.startswith(_INJECTED):
             meta = True
         self.builder.user(text, timestamp=stamp, meta=meta, sidechain=sidechain)
 
-    def _tool_result(self, block: dict[str, Any], extra: Any, stamp: Any, sidechain: bool) -> None:
-        call_id = block.get("tool_use_id")
+    def _attachment(self, attachment: Any, stamp: Any, sidechain: bool) -> None:
+        """2.1.x: a prompt typed while the agent was busy arrives as a ``queued_command`` attachment."""
+        if not isinstance(attachment, dict) or attachment.get("type") != "queued_command":
+            return
+        if attachment.get("commandMode") not in (None, "prompt"):
+            return
+        prompt = attachment.get("prompt")
+        text = prompt if isinstance(prompt, str) else _result_text(prompt)
+        self._user_text(text, stamp, attachment.get("isMeta") is True, sidechain)
+
+    def _tool_result(self, block: dict[str, Any], entry: dict[str, Any], stamp: Any, sidechain: bool) -> None:
+        call_id = _str(block.get("tool_use_id"))
+        if call_id:
+            if call_id in self.answered:
+                return  # the same result written again
+            self.answered.add(call_id)
+        extra = entry.get("toolUseResult")
         text = _result_text(block.get("content"))
-        is_error = bool(block.get("is_error"))
+        if not text and isinstance(extra, str):
+            text = extra  # on failure Claude Code stores the message as a plain string
+        not_run = text[:_HEAD_CHARS].lstrip().startswith(_NOT_RUN) or bool(entry.get("toolDenialKind"))
+        is_error = block.get("is_error") is True or not_run
         exit_code = None
-        if is_shell_tool(self.call_tools.get(str(call_id))):
+        if is_shell_tool(self.call_tools.get(call_id or "")):
             match = _EXIT_CODE.match(text)
-            exit_code = int(match.group(1)) if match else (1 if is_error else 0)
-            if isinstance(extra, dict) and extra.get("interrupted"):
-                exit_code = exit_code or 130
+            if match:
+                exit_code = int(match.group(1))
+            elif isinstance(extra, dict) and extra.get("interrupted") is True:
+                exit_code = 130
+            elif not not_run:  # a command that never ran has no exit code
+                exit_code = 1 if is_error else 0
         self.builder.result(call_id=call_id, text=text, exit_code=exit_code, is_error=is_error,
                             timestamp=stamp, sidechain=sidechain)
-        if isinstance(extra, dict) and isinstance(extra.get("structuredPatch"), list):
-            diff = _structured_patch(extra.get("filePath"), extra["structuredPatch"])
-            if diff and call_id:
-                self.builder.amend_result(str(call_id), diff=diff)
+        pending = self.pending_diffs.pop(call_id, None) if call_id else None
+        patch = extra.get("structuredPatch") if isinstance(extra, dict) else None
+        if call_id and call_id not in self.diffed and (pending or isinstance(patch, list)):
+            diff = None
+            if isinstance(patch, list):
+                diff = _structured_patch(_str(extra.get("filePath")) or (pending[2] if pending else "file"), patch)
+            if diff is None and pending and not is_error:  # a refused edit changed nothing: no diff
+                diff = _edit_diff(*pending)
+            if diff:
+                self.builder.amend_result(call_id, diff=diff)
+
+    # -- result ---------------------------------------------------------------------------
+    def prune(self, abandoned: set[str]) -> None:
+        """Drop the steps of abandoned branches; renumber and re-pair what is left."""
+        if not abandoned or not any(e in abandoned for e in self.step_entries):
+            return
+        steps = self.builder.steps
+        kept = [s for s, e in zip(steps, self.step_entries, strict=True) if e not in abandoned]
+        new_index = {s.index: position for position, s in enumerate(kept)}
+        for position, step in enumerate(kept):
+            step.index = position
+            step.call_index = new_index.get(step.call_index) if step.call_index is not None else None
+            step.result_index = new_index.get(step.result_index) if step.result_index is not None else None
+        self.builder.steps = kept
+        self.step_entries = [e for e in self.step_entries if e not in abandoned]
 
     def build(self) -> Trajectory:
         b = self.builder
+        for call_id, pending in self.pending_diffs.items():  # edits whose result never came
+            diff = _edit_diff(*pending)
+            if diff:
+                b.amend_result(call_id, diff=diff)
+        self.pending_diffs = {}
         if self.models:
             b.set(model=max(self.models, key=lambda m: self.models[m]))
-        if self.all_sidechain and self.agent_id:
-            # A subagent file (agent-*.jsonl): its own trajectory, linked to the parent session.
+        if self.group != _MAIN:
+            # A subagent: its own trajectory, linked to the session that started it.
             b.fields["parent_session_id"] = b.fields.get("session_id")
-            b.fields["session_id"] = f"agent-{self.agent_id}"
+            b.fields["session_id"] = self.group
         cwd = b.fields.get("cwd")
         if cwd:
             b.set(repo=Path(cwd).name or None)
@@ -226,19 +429,24 @@ def _result_text(content: Any) -> str:
         parts = []
         for item in content:
             if isinstance(item, dict):
-                parts.append(str(item.get("text") or (f"[{item.get('type')}]" if item.get("type") else "")))
-            else:
-                parts.append(str(item))
+                text = item.get("text")
+                parts.append(text if isinstance(text, str) else f"[{item.get('type')}]" if item.get("type") else "")
+            elif isinstance(item, str):
+                parts.append(item)
         return "\n".join(p for p in parts if p)
-    return "" if content is None else str(content)
+    return "" if content is None else str(content)[:10000]
 
 
 def _describe(name: str, args: dict[str, Any]) -> str:
     for key in ("pattern", "query", "url", "description", "prompt", "file_path", "path", "notebook_path"):
-        value = args.get(key)
-        if isinstance(value, str) and value:
+        value = _str(args.get(key))
+        if value:
             return f"{name} {value}"
-    return f"{name} {json.dumps(args, ensure_ascii=False, default=str)[:500]}"
+    try:
+        shown = orjson.dumps(args, default=str).decode()
+    except (orjson.JSONEncodeError, RecursionError):
+        shown = "(arguments nested too deeply to show)"
+    return f"{name} {shown[:500]}"
 
 
 def _edit_diff(name: str, args: dict[str, Any], path: str) -> str | None:
@@ -249,8 +457,17 @@ def _edit_diff(name: str, args: dict[str, Any], path: str) -> str | None:
         return "\n".join(_unified(path, str(e.get("old_string", "")), str(e.get("new_string", "")))
                          for e in args["edits"] if isinstance(e, dict))
     if lowered == "write" and isinstance(args.get("content"), str):
-        return _unified(path, "", args["content"])
+        return _created(path, args["content"])
     return None
+
+
+def _created(path: str, content: str) -> str:
+    """The diff that creates a file: what difflib gives for "" -> content, without its O(n) matching."""
+    lines = content.splitlines()
+    if not lines:
+        return ""
+    count = f",{len(lines)}" if len(lines) != 1 else ""
+    return f"--- a/{path}\n+++ b/{path}\n@@ -0,0 +1{count} @@\n+" + "\n+".join(lines)
 
 
 def _unified(path: str, old: str, new: str) -> str:
@@ -264,5 +481,7 @@ def _structured_patch(path: Any, hunks: list[Any]) -> str | None:
         if not isinstance(hunk, dict):
             continue
         out.append(f"@@ -{hunk.get('oldStart')},{hunk.get('oldLines')} +{hunk.get('newStart')},{hunk.get('newLines')} @@")
-        out.extend(str(line) for line in hunk.get("lines") or [])
+        lines = hunk.get("lines")
+        if isinstance(lines, list):
+            out.extend(str(line) for line in lines)
     return "\n".join(out) if len(out) > 2 else None
