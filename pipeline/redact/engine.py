@@ -1,0 +1,178 @@
+"""The redactor: find secrets in text and replace them with typed placeholders.
+
+    redactor = current()                       # built from [redaction] in skillmill.toml
+    text, counts = redactor.redact("export OPENAI_API_KEY=sk-proj-...")
+    # 'export OPENAI_API_KEY=[REDACTED:openai-api-key]', {'openai-api-key': 1}
+
+Placeholders keep the text readable (``https://user:[REDACTED:url-password]@host``) and are
+never matched again, so redacting twice gives the same text. Values found are never kept:
+only their kind, count and position leave this module.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections import Counter
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Protocol
+
+from pipeline.errors import UsageError
+
+if TYPE_CHECKING:
+    from pipeline.redact.rules import Candidate, View
+from pipeline.redact.sanitized import Sanitized, _make
+
+#: ``[REDACTED:<kind>]`` -- kinds are lower-case words joined by ``-``.
+PLACEHOLDER = "[REDACTED:{kind}]"
+PLACEHOLDER_RE = re.compile(r"\[REDACTED:[a-z0-9-]+\]")
+_KIND = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
+#: Shorter text cannot hold any secret we detect; it is returned as it is.
+_MIN_TEXT = 8
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """Where a secret is: ``text[start:end]``. The value itself is never stored."""
+
+    start: int
+    end: int
+    kind: str
+
+
+class _Rule(Protocol):
+    def find(self, view: View) -> Iterable[Candidate]: ...
+
+
+def placeholder(kind: str) -> str:
+    return PLACEHOLDER.format(kind=kind)
+
+
+class Redactor:
+    """Detectors plus the user's extra patterns and allow-list."""
+
+    def __init__(self, extra_patterns: dict[str, str] | None = None, allow: Iterable[str] = ()) -> None:
+        from pipeline.redact import assignments, rules
+
+        self.allow = frozenset(a for a in allow if a)
+        self.rules: list[_Rule] = [rules.PrivateKeyRule(), rules.TokenScanner(rules.token_rules()),
+                                   rules.UrlRule(), rules.AuthorizationRule(),
+                                   assignments.KeywordAssignmentRule(), assignments.EntropyAssignmentRule()]
+        self.rules[:0] = [_config_rule(kind, pattern) for kind, pattern in (extra_patterns or {}).items()]
+
+    def find(self, text: str) -> list[Finding]:
+        """Non-overlapping findings, in text order."""
+        if len(text) < _MIN_TEXT:
+            return []
+        from pipeline.redact.rules import View, aws_pairs
+
+        view = View(text)
+        candidates = [c for rule in self.rules for c in rule.find(view)]
+        if not candidates:
+            return []
+        if any(c.kind == "aws-access-key-id" for c in candidates):
+            candidates.extend(aws_pairs(view))
+        candidates.sort(key=lambda c: (-c.priority, c.start, -(c.end - c.start)))
+        taken: list[Finding] = []
+        for c in candidates:
+            if any(c.start < f.end and f.start < c.end for f in taken):
+                continue
+            value = text[c.start:c.end]
+            if value in self.allow or PLACEHOLDER_RE.fullmatch(value):
+                continue
+            taken.append(Finding(c.start, c.end, c.kind))
+        return sorted(taken, key=lambda f: f.start)
+
+    def redact(self, text: str) -> tuple[str, dict[str, int]]:
+        """The text with every finding replaced by its placeholder, and how many of each kind."""
+        findings = self.find(text)
+        if not findings:
+            return text, {}
+        return replace(text, findings), dict(Counter(f.kind for f in findings))
+
+    def sanitize(self, text: str) -> tuple[Sanitized, dict[str, int]]:
+        if type(text) is Sanitized:
+            return text, {}
+        redacted, counts = self.redact(text)
+        return _make(redacted), counts
+
+
+def replace(text: str, findings: list[Finding]) -> str:
+    parts: list[str] = []
+    position = 0
+    for f in findings:
+        parts.append(text[position:f.start])
+        parts.append(placeholder(f.kind))
+        position = f.end
+    parts.append(text[position:])
+    return "".join(parts)
+
+
+@dataclass(frozen=True)
+class _ConfigRule:
+    kind: str
+    pattern: re.Pattern[str]
+
+    def find(self, view: View) -> Iterator[Candidate]:
+        from pipeline.redact.rules import PRIORITY_CONFIG, Candidate
+
+        group: int | str = "secret" if "secret" in self.pattern.groupindex else (1 if self.pattern.groups else 0)
+        for match in self.pattern.finditer(view.text):
+            start, end = match.span(group)
+            if end > start:
+                yield Candidate(start, end, self.kind, PRIORITY_CONFIG)
+
+
+def _config_rule(kind: str, pattern: str) -> _ConfigRule:
+    if not _KIND.fullmatch(kind):
+        raise UsageError(f"[redaction] extra_patterns: kind {kind!r} must be lower-case words joined by '-'",
+                         hint='e.g. extra_patterns = { internal-token = "itk_[A-Za-z0-9]{32}" }')
+    try:
+        return _ConfigRule(kind, re.compile(pattern))
+    except re.error as exc:
+        raise UsageError(f"[redaction] extra_patterns: {kind!r} is not a valid regular expression: {exc}",
+                         hint="fix the pattern in skillmill.toml (Python `re` syntax)") from exc
+
+
+# -- the redactor for the current configuration ---------------------------------------------
+_lock = threading.Lock()
+_cached: tuple[object, Redactor] | None = None
+
+
+def _config_key() -> tuple[str, int, int]:
+    from pipeline.config import config_path
+
+    path = config_path()
+    try:
+        stat = path.stat()
+    except OSError:
+        return str(path), 0, 0
+    return str(path), stat.st_mtime_ns, stat.st_size
+
+
+def current() -> Redactor:
+    """The redactor for ``[redaction]`` in the config file; rebuilt when the file changes."""
+    global _cached
+    key = _config_key()
+    cached = _cached
+    if cached is not None and cached[0] == key:
+        return cached[1]
+    with _lock:
+        if _cached is None or _cached[0] != key:
+            from pipeline import config
+
+            section = config.load().redaction
+            _cached = (key, Redactor(section.extra_patterns, section.allow))
+        return _cached[1]
+
+
+def sanitize(text: str) -> Sanitized:
+    """Text with every secret replaced, typed as such (the counts are dropped)."""
+    return current().sanitize(text)[0]
+
+
+def redact(text: str) -> str:
+    return current().redact(text)[0]
+
+
