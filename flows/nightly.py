@@ -52,6 +52,7 @@ def nightly(paths: list[str], library: str | None = None) -> dict:
             trajectories.extend(found)
             bar.advance()
     summary.trajectories.seen = len({t.id for t in trajectories})
+    summary.redactions.add(trajectories)
 
     with StateDB() as state:
         summary.trajectories.new = len(stages.store_trajectories(state, trajectories))

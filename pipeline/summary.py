@@ -5,6 +5,8 @@ from __future__ import annotations
 from pydantic import BaseModel, Field
 
 from pipeline.ingest.report import FileReport
+from pipeline.redact import Sanitized
+from pipeline.trajectory import Trajectory
 
 EXIT_OK = 0
 EXIT_PARTIAL = 1
@@ -32,14 +34,32 @@ class FileCounts(BaseModel):
 
 
 class RunError(BaseModel):
-    path: str | None = None
+    path: Sanitized | None = None
     line: int | None = None
-    reason: str
+    reason: Sanitized  # error messages can quote what they choked on
 
 
 class NothingReusable(BaseModel):
     trajectory: str
-    reason: str
+    reason: Sanitized  # may quote the task
+
+
+class RedactionCounts(BaseModel):
+    """Secrets replaced while reading this run's trajectories: kinds and counts, never values."""
+
+    values: int = 0
+    trajectories: int = Field(0, description="Trajectories with at least one redaction.")
+    kinds: dict[str, int] = Field(default_factory=dict)
+
+    def add(self, trajectories: list[Trajectory]) -> None:
+        for t in {t.id: t for t in trajectories}.values():
+            counts = t.redaction_counts()
+            if counts:
+                self.trajectories += 1
+            for kind, count in counts.items():
+                self.kinds[kind] = self.kinds.get(kind, 0) + count
+                self.values += count
+        self.kinds = dict(sorted(self.kinds.items(), key=lambda item: (-item[1], item[0])))
 
 
 class RunSummary(BaseModel):
@@ -52,6 +72,7 @@ class RunSummary(BaseModel):
     unchanged: list[str] = Field(default_factory=list, description="Skills this run produced again, identical.")
     library: str = ""
     errors: list[RunError] = Field(default_factory=list)
+    redactions: RedactionCounts = Field(default_factory=RedactionCounts)
     duration_s: float = 0.0
 
     def add_file(self, report: FileReport) -> None:

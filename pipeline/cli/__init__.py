@@ -50,9 +50,9 @@ def main() -> None:
 
 
 def _register() -> None:
-    from pipeline.cli import formats, ingest, recall, run
+    from pipeline.cli import formats, ingest, recall, redact, run
 
-    for module in (run, ingest, recall, formats):
+    for module in (run, ingest, recall, formats, redact):
         main.add_command(module.command)
 
 

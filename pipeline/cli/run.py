@@ -53,6 +53,10 @@ def _print(result: dict) -> None:
     echo(f"Trajectories: {t['seen']} seen, {t['new']} new, {t['failed']} failed")
     echo(f"Skills: {s['proposed']} proposed, {s['updated']} updated, {s['unchanged']} unchanged "
          f"-> {result['library']}")
+    redacted = result.get("redactions") or {}
+    if redacted.get("values"):
+        kinds = ", ".join(f"{kind} {count}" for kind, count in redacted["kinds"].items())
+        echo(f"Redacted: {redacted['values']} secrets in {redacted['trajectories']} trajectories ({kinds})")
     for name in result["written"]:
         echo(f"  + {name}")
     for name in result["unchanged"]:

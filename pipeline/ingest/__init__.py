@@ -11,7 +11,7 @@ import os
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
-from pipeline.errors import UsageError
+from pipeline.errors import SkillmillError, UsageError
 from pipeline.ingest.base import TrajectoryFormat
 from pipeline.ingest.outcome import infer_outcome
 from pipeline.ingest.reader import Probe
@@ -88,4 +88,8 @@ def ingest_file(path: Path) -> tuple[FileReport, list[Trajectory]]:
             trajectories.append(trajectory.with_id())
     except OSError as exc:
         report.error(f"read failed part-way: {exc.strerror or exc}")
+    except SkillmillError:
+        raise
+    except Exception as exc:  # a plugin bug: report it (redacted) rather than let raw content reach logs
+        report.error(f"the {fmt.name} parser failed: {type(exc).__name__}: {exc}")
     return report.finish(trajectories), trajectories

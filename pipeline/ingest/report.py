@@ -6,6 +6,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from pipeline.redact import Sanitized
 from pipeline.trajectory import StepKind, Trajectory
 
 #: Errors kept per file; the rest are counted, so a broken 1 GB file cannot flood memory.
@@ -16,12 +17,13 @@ FileStatus = Literal["ok", "partial", "failed", "skipped"]
 
 class LineError(BaseModel):
     line: int | None = None
-    reason: str
+    #: Parsers quote file content in reasons (a bad value, an exception message): redacted too.
+    reason: Sanitized
 
 
 class TrajectorySummary(BaseModel):
     id: str
-    task: str | None
+    task: Sanitized | None
     steps: int
     tool_calls: int
     outcome: str

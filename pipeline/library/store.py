@@ -93,7 +93,7 @@ class Library:
     def save(self, skill: Skill) -> SaveResult:
         """Write the skill where its status says; move it if its status changed."""
         target = self.folder(skill.name, skill.status)
-        text = markdown.render(skill)
+        text = _redacted(markdown.render(skill))
         existing = self.get(skill.name)
         if existing and existing.path != target:
             _atomic_move(existing.path, target)
@@ -109,7 +109,7 @@ class Library:
     def propose(self, skill: Skill) -> Path:
         """Stage a change to an approved skill for review; the approved file is not touched."""
         target = self.root / PROPOSED_DIR / skill.name
-        text = markdown.render(skill)
+        text = _redacted(markdown.render(skill))
         if (target / SKILL_FILE).is_file():
             atomic_write(target / SKILL_FILE, text)
         else:
@@ -126,6 +126,17 @@ class Library:
             return False
         shutil.rmtree(existing.path)
         return True
+
+
+def _redacted(text: str) -> str:
+    """Skill files are shared with a team: the last check before one is written.
+
+    Drafts come from redacted trajectories, so this finds nothing unless a distiller (an LLM)
+    made up something key-shaped -- which is then written as a placeholder too.
+    """
+    from pipeline.redact import redact
+
+    return redact(text)
 
 
 def read_skill(file: Path) -> Skill:
