@@ -115,6 +115,8 @@ def _kind(words: list[str]) -> str | None:
 def _plausible(value: str, kind: str, *, bare: bool, env: bool) -> bool:
     if len(value) < (6 if kind == "password" else 8) or len(value) > 256:
         return False
+    if kind == "aws-secret-key" and len(value) == 40 and classes(value) >= 2 and not is_placeholder(value):
+        return True
     if is_placeholder(value) or is_code(value) or is_pathlike(value) or is_wordlike(value):
         return False
     if value[:1] in "=#-" or " " in value or _CODE_CHARS.search(value) or _GREP_LINE.match(value):
@@ -122,7 +124,7 @@ def _plausible(value: str, kind: str, *, bare: bool, env: bool) -> bool:
     if value.isdigit() and len(value) < 16:
         return False
     if kind == "aws-secret-key":
-        return len(value) == 40
+        return False
     if bare and not env and not (any(c.isdigit() for c in value) and any(c.isalpha() for c in value)):
         return False  # `password: some_variable` in code is a reference, not a literal
     return kind == "password" or classes(value) >= 2 and entropy(value) >= 2.5
@@ -192,8 +194,8 @@ def _random_secret(value: str) -> bool:
         return False
     if is_hex(core) or is_uuid(core) or core.startswith(("sha1-", "sha256-", "sha384-", "sha512-")):
         return False
-    if core.startswith(("/", "./", "~")) or core.count("/") > 2:
-        return False  # a path
+    if is_pathlike(core):
+        return False
     if sum(core.count(c) for c in "_-/") * 6 > len(core):
         return False  # words joined by separators (`__Users__me__repo`), not random text
     threshold = next(limit for length, limit in _MIN_ENTROPY if len(core) < length)

@@ -54,7 +54,16 @@ def is_code(value: str) -> bool:
 
 
 def is_pathlike(value: str) -> bool:
-    return value.startswith(("/", "./", "../", "~/", "http://", "https://", "file:", "C:\\"))
+    """A URL or a file path: ``./x``, ``~/.ssh/id_rsa``, ``/usr/lib/x`` -- not base64 that has slashes in it.
+
+    A path's segments are words; a generated secret's pieces (``/lSN2umdfFMx/nm2rQ...``) mix
+    lower case, upper case and digits.
+    """
+    if value.startswith(("./", "../", "~/", "http://", "https://", "file:", "C:\\")):
+        return True
+    if "/" not in value:
+        return False
+    return not any(len(part) >= 8 and classes(part) == 3 for part in value.split("/"))
 
 
 def random_like(value: str, *, min_length: int = 16) -> bool:

@@ -220,7 +220,11 @@ class TokenScanner:
 
 
 # -- URLs -----------------------------------------------------------------------------------
-_URL_PASSWORD = _b(BasicAuthDetector.denylist[0])  # detect-secrets: ://user:password@ (group 1)
+# detect-secrets' URL rule (``BasicAuthDetector``) leaves sub-delimiters (``!$&'()*+,;=``) out
+# of the password, so ``postgres://app:Pa55!word@db`` goes through: RFC 3986 allows them in
+# userinfo, and generated passwords use them. Only what cannot be inside userinfo ends it here.
+_URL_PASSWORD = _b(r"://[^\s:/?#\[\]@\"'`<>]+:([^\s/?#\[\]@\"'`<>]+)@")
+assert BasicAuthDetector.denylist[0].pattern.startswith("://")  # the same anchor as theirs
 _URL_TOKEN = _b(r"://([A-Za-z0-9_-]{20,})@")
 _SLACK_HOOK = _b(r"hooks\.slack\.com/(?:services|workflows|triggers)/([A-Za-z0-9_/-]{16,})")
 
