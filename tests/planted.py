@@ -15,7 +15,7 @@ import random
 import re
 import string
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +41,7 @@ class Secret:
     kind: str
     value: str
     line: str  # how it appears: a realistic line holding the value
+    position: str = ""  # where it was planted (user prompt, command, ...)
 
     def fragments(self) -> list[str]:
         """Substrings that must not survive anywhere: the value, and pieces of it (partial leaks)."""
@@ -126,7 +127,7 @@ class Planter:
         self.planted: dict[str, list[Secret]] = {}
 
     def take(self, position: str) -> str:
-        secrets = self.factory.secrets()
+        secrets = [replace(s, position=position) for s in self.factory.secrets()]
         self.planted.setdefault(position, []).extend(secrets)
         return block(secrets)
 
@@ -143,16 +144,24 @@ class Planter:
             content = message.get("content")
             kind = record.get("type")
             if kind == "user" and not record.get("isMeta"):
-                if isinstance(content, str) and "user prompt" not in done and not content.startswith("<"):
-                    message["content"] = f"{content}\nUse these for the deploy:\n{self.take('user prompt')}"
+                # First in the prompt, so that it is in the task's first line: the skill's title.
+                if isinstance(content, str) and "<command-args>" in content and "slash command" not in done:
+                    message["content"] = content.replace("<command-args>",
+                                                         f"<command-args>{self.take('slash command')}\n", 1)
+                    done.add("slash command")
+                elif isinstance(content, str) and "user prompt" not in done and not content.startswith("<"):
+                    message["content"] = f"{self.take('user prompt')}\n{content}"
                     done.add("user prompt")
                 for item in content if isinstance(content, list) else []:
                     if item.get("type") == "text" and "user prompt" not in done:
-                        item["text"] += f"\nUse these for the deploy:\n{self.take('user prompt')}"
+                        item["text"] = f"{self.take('user prompt')}\n{item['text']}"
                         done.add("user prompt")
                     elif item.get("type") == "tool_result" and "tool output" not in done:
                         item["content"] = _append(item.get("content"), f"\n$ env\n{self.take('tool output')}")
                         done.add("tool output")
+                    elif item.get("type") == "tool_result" and item.get("is_error") and "error output" not in done:
+                        item["content"] = _prepend(item.get("content"), f"{self.take('error output')}\n")
+                        done.add("error output")
                 patch = record.get("toolUseResult")
                 if isinstance(patch, dict) and isinstance(patch.get("structuredPatch"), list) \
                         and "file written (patch)" not in done:
@@ -199,9 +208,8 @@ class Planter:
             if not isinstance(content, str):
                 continue
             if message.get("role") == "user" and "<pr_description>" in content:
-                message["content"] = content.replace(
-                    "</pr_description>", f"\nCredentials for the staging box:\n{self.take('user prompt')}\n"
-                                         "</pr_description>", 1)
+                message["content"] = re.sub(r"(<pr_description>\s*(?:Consider the following PR description:\s*)?)",
+                                            lambda m: f"{m.group(1)}{self.take('user prompt')}\n", content, count=1)
             elif message.get("role") == "user" and "<output>" in content and outputs < 2:
                 position = "tool output" if outputs == 0 else "tool output (second)"
                 message["content"] = content.replace("</output>", f"\n{self.take(position)}\n</output>", 1)
@@ -234,7 +242,7 @@ class Planter:
             payload = record.get("payload") if isinstance(record.get("payload"), dict) else {}
             kind = (record.get("type"), payload.get("type"))
             if kind == ("event_msg", "user_message") and once("user prompt"):
-                payload["message"] += f"\nUse these for the deploy:\n{self.take('user prompt')}"
+                payload["message"] = f"{self.take('user prompt')}\n{payload['message']}"
             elif kind == ("response_item", "message") and payload.get("role") in ("user", "assistant"):
                 for item in payload.get("content") or []:
                     if item.get("type") == "output_text" and once("assistant text"):
@@ -265,6 +273,14 @@ def _append(content: Any, text: str) -> Any:
         return content + text
     if isinstance(content, list):
         return [*content, {"type": "text", "text": text}]
+    return text
+
+
+def _prepend(content: Any, text: str) -> Any:
+    if isinstance(content, str):
+        return text + content
+    if isinstance(content, list):
+        return [{"type": "text", "text": text}, *content]
     return text
 
 
