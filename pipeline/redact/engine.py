@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 import threading
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
@@ -73,16 +73,29 @@ class Redactor:
             return []
         if any(c.kind == "aws-access-key-id" for c in candidates):
             candidates.extend(aws_pairs(view))
+        if self.allow:
+            candidates = self._allowed_removed(text, candidates)
         candidates.sort(key=lambda c: (-c.priority, c.start, -(c.end - c.start)))
         taken: list[Finding] = []
         for c in candidates:
             if any(c.start < f.end and f.start < c.end for f in taken):
                 continue
-            value = text[c.start:c.end]
-            if value in self.allow or PLACEHOLDER_RE.fullmatch(value):
+            if PLACEHOLDER_RE.fullmatch(text, c.start, c.end):
                 continue
             taken.append(Finding(c.start, c.end, c.kind))
         return sorted(taken, key=lambda f: f.start)
+
+    def _allowed_removed(self, text: str, candidates: list[Candidate]) -> list[Candidate]:
+        """An allowed value stays, and so does every candidate overlapping it (a URL, an assignment)."""
+        kept = []
+        allowed: list[tuple[int, int]] = []
+        for c in candidates:
+            value = text[c.start:c.end]
+            if value in self.allow or any(a in value for a in self.allow):
+                allowed.append((c.start, c.end))
+            else:
+                kept.append(c)
+        return [c for c in kept if not any(c.start < e and s < c.end for s, e in allowed)]
 
     def redact(self, text: str) -> tuple[str, dict[str, int]]:
         """The text with every finding replaced by its placeholder, and how many of each kind."""
@@ -91,10 +104,20 @@ class Redactor:
             return text, {}
         return replace(text, findings), dict(Counter(f.kind for f in findings))
 
-    def sanitize(self, text: str) -> tuple[Sanitized, dict[str, int]]:
+    def sanitize(self, text: str, *, then: Callable[[str], str] | None = None) -> tuple[Sanitized, dict[str, int]]:
+        """Redact ``text`` (unless it already is), then apply ``then``, a cut: a clip, a first line.
+
+        Cutting text out of redacted text cannot make a secret appear, so the result is still
+        Sanitized without a second scan. ``then`` must only remove text or add fixed markers.
+        """
         if type(text) is Sanitized:
-            return text, {}
-        redacted, counts = self.redact(text)
+            redacted, counts = str(text), {}
+        else:
+            redacted, counts = self.redact(text)
+        if then is not None:
+            cut = then(redacted)
+            if cut is not redacted:
+                redacted = cut
         return _make(redacted), counts
 
 
@@ -167,9 +190,11 @@ def current() -> Redactor:
         return _cached[1]
 
 
-def sanitize(text: str) -> Sanitized:
-    """Text with every secret replaced, typed as such (the counts are dropped)."""
-    return current().sanitize(text)[0]
+def sanitize(text: str, *, then: Callable[[str], str] | None = None) -> Sanitized:
+    """Text with every secret replaced, typed as such (the counts are dropped); see Redactor.sanitize."""
+    if type(text) is Sanitized and then is None:
+        return text
+    return current().sanitize(text, then=then)[0]
 
 
 def redact(text: str) -> str:

@@ -59,7 +59,7 @@ def is_pathlike(value: str) -> bool:
     A path's segments are words; a generated secret's pieces (``/lSN2umdfFMx/nm2rQ...``) mix
     lower case, upper case and digits.
     """
-    if value.startswith(("./", "../", "~/", "http://", "https://", "file:", "C:\\")):
+    if value.startswith(("./", "../", "~/", "//", "http://", "https://", "file:", "C:\\")):
         return True
     if "/" not in value:
         return False

@@ -12,7 +12,7 @@ Text-bearing fields of the trajectory model (``Step.text``, ``command``, ``paths
   never match a detector), so re-sanitizing sanitized text changes nothing;
 * a ``Sanitized`` value passes through unscanned, so the normal path (the builder redacts once)
   pays nothing twice. ``fallback_count()`` counts the plain strings that took the slow path,
-  and a test keeps the builder path at zero.
+  and a test keeps the builder's fields at zero.
 
 Prefect hands trajectories between tasks with ``model_construct`` (no validation) and pickles
 with ``__reduce__`` below, so a sanitized value stays one. Values found while validating are
@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+from collections import Counter
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -33,7 +34,7 @@ from pydantic_core import PydanticCustomError, core_schema
 #: (field, kind, count) tuples, appended by validation while a collecting() block is open.
 Found = list[tuple[str, str, int]]
 _collector: contextvars.ContextVar[Found | None] = contextvars.ContextVar("skillmill_redactions", default=None)
-_fallbacks = 0
+_fallbacks: Counter[str] = Counter()
 
 
 class Sanitized(str):
@@ -79,8 +80,7 @@ def _validate(value: Any, info: core_schema.ValidationInfo) -> Sanitized:
         return value
     if not isinstance(value, str):
         raise PydanticCustomError("string_type", "Input should be a valid string")
-    global _fallbacks
-    _fallbacks += 1
+    _fallbacks[info.field_name or ""] += 1
     from pipeline.redact.engine import current  # lazy: the detectors load only when needed
 
     text, counts = current().redact(value)
@@ -90,9 +90,9 @@ def _validate(value: Any, info: core_schema.ValidationInfo) -> Sanitized:
     return _make(text)
 
 
-def fallback_count() -> int:
-    """How many plain strings were sanitized by model validation (not by the builder)."""
-    return _fallbacks
+def fallback_count() -> dict[str, int]:
+    """Plain strings sanitized by model validation (not by the builder), per field name."""
+    return dict(_fallbacks)
 
 
 @contextlib.contextmanager

@@ -16,7 +16,6 @@ from datetime import UTC, datetime
 from typing import Any
 
 from pipeline.redact import Sanitized, current
-from pipeline.redact.sanitized import _make
 from pipeline.trajectory.model import Outcome, Redaction, Step, StepKind, Trajectory, clip
 
 
@@ -55,13 +54,9 @@ class TrajectoryBuilder:
     # -- redaction --------------------------------------------------------------------
     def _clean(self, text: str, step: int | None, field: str, *, clipped: bool = False) -> Sanitized:
         """Redact ``text`` (then clip it) and record what was replaced."""
-        sanitized, counts = self._redactor.sanitize(text)
+        sanitized, counts = self._redactor.sanitize(text, then=_clip if clipped else None)
         for kind, count in counts.items():
             self.redactions.append(Redaction(step=step, field=field, kind=kind, count=count))
-        if clipped:
-            short, _ = clip(sanitized)
-            if short is not sanitized:
-                return _make(short)  # cutting redacted text cannot make a secret appear
         return sanitized
 
     @property
@@ -91,9 +86,8 @@ class TrajectoryBuilder:
             extra["paths"] = [self._clean(p, index, "paths") for p in extra["paths"]]
         # A shell call's text is its command: redacted (and counted) once.
         full = extra["command"] if same_as_command else self._clean(text or "", index, "text")
-        short, _ = clip(full)
-        step = Step(index=index, kind=kind, timestamp=parse_time(timestamp), text=full if short is full else
-                    _make(short), text_size=len(full), **extra)
+        step = Step(index=index, kind=kind, timestamp=parse_time(timestamp), text=self._redactor.sanitize(full, then=_clip)[0],
+                    text_size=len(full), **extra)
         self.steps.append(step)
         return index
 
@@ -169,9 +163,13 @@ class TrajectoryBuilder:
         task = self.task
         if task is None:
             first = next((s for s in self.steps if s.kind is StepKind.USER and not s.meta and s.text.strip()), None)
-            task = _make(first.text.strip()) if first is not None else None  # already redacted and clipped
+            task = self._redactor.sanitize(first.text, then=str.strip)[0] if first is not None else None
         return Trajectory(**fields, task=task, steps=self.steps, outcome=self.outcome or Outcome(),
                           redactions=self.redactions).with_id()
+
+
+def _clip(text: str) -> str:
+    return clip(text)[0]
 
 
 #: Header fields that hold free text (a path, a branch name ...); the rest are plugin constants.
