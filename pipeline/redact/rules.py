@@ -10,9 +10,9 @@ hooks, whole private-key blocks, tokens as URL userinfo, and the context rules i
 
 Speed (ingest reads GBs): rules look at a :class:`View` of the text -- its ASCII bytes, one
 byte per character so positions hold in the text. Provider tokens are found in one pass:
-``bytes.translate`` marks token characters, ``bytes.find`` jumps from run to run of 16 or
-more, and each run is dispatched on its first two characters to the few patterns that can
-start there. Thirty patterns run one after the other would scan the text thirty times.
+``bytes.translate`` marks token characters, a literal search finds the runs of 16 or more,
+and each run is dispatched on its first two characters to the few patterns that can start
+there. Thirty patterns run one after the other would scan the text thirty times.
 Heavier checks (entropy, JWT decoding, placeholder tests) run on candidates only.
 """
 
@@ -47,8 +47,8 @@ PRIORITY_ENTROPY = 40
 _TOKEN_CHARS = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-"
 _MARK = bytes(ord("a") if c in _TOKEN_CHARS else ord(" ") for c in range(256))
 MIN_RUN = 16
-_RUN = b"a" * MIN_RUN
-_RUN_AFTER_GAP = b" " + _RUN
+#: On the marked bytes: sixteen literal ``a`` then more -- a literal prefix, found by fast search.
+_RUN = re.compile(b"a" * MIN_RUN + b"a*")
 _ALNUM = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789")
 
 
@@ -74,17 +74,7 @@ class View:
     def runs(self) -> list[tuple[int, int]]:
         """Maximal runs of ``[A-Za-z0-9_-]`` at least ``MIN_RUN`` long, as (start, end)."""
         if self._runs is None:
-            marked = self.data.translate(_MARK)
-            found: list[tuple[int, int]] = []
-            start = 0 if marked.startswith(_RUN) else marked.find(_RUN_AFTER_GAP) + 1
-            while start > 0 or (start == 0 and not found and marked.startswith(_RUN)):
-                end = marked.find(b" ", start + MIN_RUN)
-                if end < 0:
-                    found.append((start, len(marked)))
-                    break
-                found.append((start, end))
-                start = marked.find(_RUN_AFTER_GAP, end) + 1
-            self._runs = found
+            self._runs = [m.span() for m in _RUN.finditer(self.data.translate(_MARK))]
         return self._runs
 
 
