@@ -56,7 +56,8 @@ def _print(result: dict) -> None:
     redacted = result.get("redactions") or {}
     if redacted.get("values"):
         kinds = ", ".join(f"{kind} {count}" for kind, count in redacted["kinds"].items())
-        echo(f"Redacted: {redacted['values']} secrets in {redacted['trajectories']} trajectories ({kinds})")
+        n = redacted["trajectories"]
+        echo(f"Redacted: {redacted['values']} secrets in {n} trajector{'y' if n == 1 else 'ies'} ({kinds})")
     for name in result["written"]:
         echo(f"  + {name}")
     for name in result["unchanged"]:

@@ -133,6 +133,10 @@ def _plausible(value: str, kind: str, *, bare: bool, env: bool) -> bool:
 class KeywordAssignmentRule:
     """``*KEY*`` / ``*TOKEN*`` / ``*SECRET*`` / ``*PASSWORD*`` names and the literal assigned to them."""
 
+    @staticmethod
+    def wanted(view: View) -> bool:
+        return True  # the keyword checks are the gate
+
     def find(self, view: View) -> Iterator[Candidate]:
         seen: set[int] = set()
         for word, pattern in _KEYWORDS:
@@ -170,6 +174,10 @@ class EntropyAssignmentRule:
     """A random-looking base64/base62 string in assignment position, whatever the name."""
 
     kind = "high-entropy-string"
+
+    @staticmethod
+    def wanted(view: View) -> bool:
+        return len(view.data) >= 21 and (b"=" in view.data or b":" in view.data)
 
     def find(self, view: View) -> Iterator[Candidate]:
         data, text = view.data, view.text

@@ -163,6 +163,10 @@ _MAILCHIMP = _b(MailchimpDetector.denylist[0])
 class TokenScanner:
     """Every prefix-identified token, in one pass over the runs of token characters."""
 
+    @staticmethod
+    def wanted(view: View) -> bool:
+        return len(view.data) >= MIN_RUN
+
     def __init__(self, rules: list[TokenRule]) -> None:
         self.by_start: dict[bytes, list[TokenRule]] = {}
         self.dotted: list[TokenRule] = []
@@ -222,6 +226,10 @@ _SLACK_HOOK = _b(r"hooks\.slack\.com/(?:services|workflows|triggers)/([A-Za-z0-9
 class UrlRule:
     """Credentials in URLs (``scheme://user:password@``, ``https://<token>@``) and Slack webhooks."""
 
+    @staticmethod
+    def wanted(view: View) -> bool:
+        return b"://" in view.data
+
     def find(self, view: View) -> Iterator[Candidate]:
         data, text = view.data, view.text
         position = data.find(b"://")
@@ -273,6 +281,10 @@ class PrivateKeyRule:
 
     kind = "private-key"
 
+    @staticmethod
+    def wanted(view: View) -> bool:
+        return b"-----BEGIN" in view.data or b"PuTTY-User-Key-File-" in view.data
+
     def find(self, view: View) -> Iterator[Candidate]:
         data = view.data
         if b"-----BEGIN" in data:
@@ -296,6 +308,10 @@ _CREDENTIAL = _b(r"[A-Za-z0-9._~+/=-]{8,}")
 
 class AuthorizationRule:
     """``Authorization: Bearer <token>`` / ``Basic <base64>`` / ``token <t>``, and a bare ``Bearer <token>``."""
+
+    @staticmethod
+    def wanted(view: View) -> bool:
+        return b"bearer" in view.lower or b"authorization" in view.lower
 
     def find(self, view: View) -> Iterator[Candidate]:
         lower = view.lower

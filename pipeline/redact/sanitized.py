@@ -16,7 +16,8 @@ Text-bearing fields of the trajectory model (``Step.text``, ``command``, ``paths
 
 Prefect hands trajectories between tasks with ``model_construct`` (no validation) and pickles
 with ``__reduce__`` below, so a sanitized value stays one. Values found while validating are
-reported to the innermost :func:`collecting` block, so a model can record what was redacted.
+reported to the innermost :func:`collecting` block (with the step's index when the field is a
+``Step``'s), so a model can record what was redacted.
 """
 
 from __future__ import annotations
@@ -85,8 +86,11 @@ def _validate(value: Any, info: core_schema.ValidationInfo) -> Sanitized:
 
     text, counts = current().redact(value)
     found = _collector.get()
-    if found is not None:
-        found.extend((info.field_name or "", kind, count) for kind, count in counts.items())
+    if found is not None and counts:
+        # Only a Step has an ``index`` (validated before its text fields): it names the step.
+        index = info.data.get("index") if isinstance(info.data, dict) else None
+        where = f"{index}:{info.field_name}" if isinstance(index, int) else (info.field_name or "")
+        found.extend((where, kind, count) for kind, count in counts.items())
     return _make(text)
 
 
@@ -97,7 +101,7 @@ def fallback_count() -> dict[str, int]:
 
 @contextlib.contextmanager
 def collecting() -> Iterator[Found]:
-    """Collect what model validation redacts inside the block."""
+    """Collect what model validation redacts inside the block: (``"<step>:<field>"`` or field, kind, count)."""
     found: Found = []
     token = _collector.set(found)
     try:
@@ -106,8 +110,11 @@ def collecting() -> Iterator[Found]:
         _collector.reset(token)
 
 
-def report(items: Found) -> None:
-    """Hand findings to the enclosing collecting() block, if any."""
-    outer = _collector.get()
-    if outer is not None:
-        outer.extend(items)
+def collect(validate: Callable[[], object]) -> tuple[object, Found]:
+    """``validate()`` with findings collected: the same as :func:`collecting`, cheaper (no generator)."""
+    found: Found = []
+    token = _collector.set(found)
+    try:
+        return validate(), found
+    finally:
+        _collector.reset(token)

@@ -22,7 +22,7 @@ from typing import Any, Literal, Self
 import orjson
 from pydantic import BaseModel, ConfigDict, Field, ModelWrapValidatorHandler, model_validator
 
-from pipeline.redact.sanitized import EMPTY, Sanitized, collecting, report
+from pipeline.redact.sanitized import EMPTY, Sanitized, collect
 
 #: Text longer than this is cut to head + tail; ``text_size`` keeps the original length.
 MAX_STEP_TEXT = 6000
@@ -72,16 +72,6 @@ class Step(_Sanitizing):
     sidechain: bool = Field(False, description="True for steps of a subagent inside the session.")
     meta: bool = Field(False, description="Injected context (system reminders, command wrappers), not a person.")
 
-    @model_validator(mode="wrap")
-    @classmethod
-    def _attribute_redactions(cls, data: Any, handler: ModelWrapValidatorHandler[Step]) -> Step:
-        """Values this validation redacted are reported with the step's index."""
-        with collecting() as found:
-            step = handler(data)
-        if found:
-            report([(f"{step.index}:{name}", kind, count) for name, kind, count in found])
-        return step
-
 
 class Redaction(BaseModel):
     """What was redacted where: never the value."""
@@ -128,8 +118,8 @@ class Trajectory(_Sanitizing):
     @classmethod
     def _record_redactions(cls, data: Any, handler: ModelWrapValidatorHandler[Trajectory]) -> Trajectory:
         """Values redacted while validating (plain text put in from outside the builder) are recorded."""
-        with collecting() as found:
-            trajectory = handler(data)
+        trajectory, found = collect(lambda: handler(data))
+        assert isinstance(trajectory, Trajectory)
         for where, kind, count in found:
             step, _, name = where.rpartition(":")
             trajectory.redactions.append(Redaction(step=int(step) if step else None, field=name, kind=kind,
@@ -155,8 +145,9 @@ class Trajectory(_Sanitizing):
         """sha256 over the canonical form, without the id itself and where the file lay.
 
         The same session copied to two places has the same id, so it is stored once.
+        ``redactions`` is left out: the redacted text already differs wherever it matters.
         """
-        data = self.model_dump(mode="json", exclude={"id", "source_path"})
+        data = self.model_dump(mode="json", exclude={"id", "source_path", "redactions"})
         digest = hashlib.sha256(orjson.dumps(data, option=orjson.OPT_SORT_KEYS)).hexdigest()
         return digest[:16]
 
