@@ -142,3 +142,18 @@ def test_a_skill_file_is_checked_once_more_before_it_is_written(tmp_path: Path) 
     assert library.save(skill) == "created"
     written = next((tmp_path / "skills").rglob("SKILL.md")).read_text()
     assert SECRETS["npm-token"].value not in written and "[REDACTED:npm-token]" in written
+
+
+def test_log_records_are_redacted_tracebacks_included(caplog: pytest.LogCaptureFixture) -> None:
+    import logging
+
+    current()  # the redactor is loaded: logs are redacted from now on
+    logger = logging.getLogger("pipeline.ingest.some_plugin")
+    try:
+        raise KeyError(KEY.value)
+    except KeyError:
+        logger.exception("the parser failed on line %s: %s", 3, URL.line)
+    logger.warning("token seen: %s", SECRETS["slack-token"].line)
+    assert "the parser failed on line 3" in caplog.text and "KeyError" in caplog.text
+    for secret in (KEY, URL, SECRETS["slack-token"]):
+        assert secret.value not in caplog.text

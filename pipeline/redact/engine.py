@@ -196,6 +196,9 @@ def current() -> Redactor:
 
             section = config.load().redaction
             _cached = (key, Redactor(section.extra_patterns, section.allow))
+            from pipeline.redact import logs
+
+            logs.install(redact)  # from now on the process holds trajectory text: logs are redacted too
         return _cached[1]
 
 
