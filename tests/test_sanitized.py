@@ -81,16 +81,18 @@ def test_redactions_name_the_step_and_field_that_held_the_secret(tmp_path: Path,
     planter = Planter(seed=3)
     method, relative = SOURCES["claude-code"]
     planted = method(planter, corpus / relative, tmp_path / "session.jsonl")
-    _, [trajectory] = ingest_file(planted)
-    assert trajectory.redactions
-    for record in trajectory.redactions:
-        if record.step is None:
-            continue
-        step = trajectory.steps[record.step]
-        held = getattr(step, record.field)
-        text = " ".join(held) if isinstance(held, list) else held
-        assert f"[REDACTED:{record.kind}]" in text
-    fields = {r.field for r in trajectory.redactions}
+    _, trajectories = ingest_file(planted)
+    fields = set()
+    for trajectory in trajectories:
+        for record in trajectory.redactions:
+            fields.add(record.field)
+            if record.step is None:
+                continue
+            step = trajectory.steps[record.step]
+            held = getattr(step, record.field)
+            text = " ".join(held) if isinstance(held, list) else held
+            # the placeholder is there, unless clipping (after redaction) cut it out of a long text
+            assert f"[REDACTED:{record.kind}]" in text or "characters elided ...]" in text
     assert {"text", "command", "diff"} <= fields  # the task repeats the first prompt: not counted twice
 
 
@@ -119,7 +121,7 @@ def test_a_crashing_parser_becomes_a_redacted_file_error(monkeypatch: pytest.Mon
     monkeypatch.setattr(ClaudeCode, "parse", crash)
     report, trajectories = ingest_file(SAMPLES / "claude_code" / "1af7fc5e-8455-4414-9ccd-011d40f70b2a.jsonl")
     assert report.status == "failed" and not trajectories
-    assert "claude-code parser failed: KeyError" in report.errors[0].reason
+    assert "claude-code parser" in report.errors[0].reason and "KeyError" in report.errors[0].reason
     assert KEY.value not in report.model_dump_json()
 
 
