@@ -11,6 +11,7 @@ only their kind, count and position leave this module.
 
 from __future__ import annotations
 
+import bisect
 import re
 import threading
 from collections import Counter
@@ -81,14 +82,17 @@ class Redactor:
         if self.allow:
             candidates = self._allowed_removed(text, candidates)
         candidates.sort(key=lambda c: (-c.priority, c.start, -(c.end - c.start)))
-        taken: list[Finding] = []
+        starts: list[int] = []  # the findings taken so far, by position: they never overlap,
+        taken: list[Finding] = []  # so a candidate only needs checking against its neighbours
         for c in candidates:
-            if any(c.start < f.end and f.start < c.end for f in taken):
+            i = bisect.bisect_right(starts, c.start)
+            if (i and taken[i - 1].end > c.start) or (i < len(taken) and taken[i].start < c.end):
                 continue
             if PLACEHOLDER_RE.fullmatch(text, c.start, c.end):
                 continue
-            taken.append(Finding(c.start, c.end, c.kind))
-        return sorted(taken, key=lambda f: f.start)
+            starts.insert(i, c.start)
+            taken.insert(i, Finding(c.start, c.end, c.kind))
+        return taken
 
     def _allowed_removed(self, text: str, candidates: list[Candidate]) -> list[Candidate]:
         """An allowed value stays, and so does every candidate overlapping it (a URL, an assignment)."""
@@ -120,9 +124,7 @@ class Redactor:
         else:
             redacted, counts = self.redact(text)
         if then is not None:
-            cut = then(redacted)
-            if cut is not redacted:
-                redacted = cut
+            redacted = then(redacted)
         return _make(redacted), counts
 
 

@@ -86,8 +86,9 @@ class TrajectoryBuilder:
             extra["paths"] = [self._clean(p, index, "paths") for p in extra["paths"]]
         # A shell call's text is its command: redacted (and counted) once.
         full = extra["command"] if same_as_command else self._clean(text or "", index, "text")
-        step = Step(index=index, kind=kind, timestamp=parse_time(timestamp), text=self._redactor.sanitize(full, then=_clip)[0],
-                    text_size=len(full), **extra)
+        shown = self._redactor.sanitize(full, then=_clip)[0]  # clipped after redaction, never before
+        step = Step(index=index, kind=kind, timestamp=parse_time(timestamp), text=shown, text_size=len(full),
+                    **extra)
         self.steps.append(step)
         return index
 

@@ -17,7 +17,7 @@ import hashlib
 from collections.abc import Mapping
 from datetime import datetime
 from enum import StrEnum
-from typing import Any, Literal, Self
+from typing import Any, Literal, Self, cast
 
 import orjson
 from pydantic import BaseModel, ConfigDict, Field, ModelWrapValidatorHandler, model_validator
@@ -118,8 +118,8 @@ class Trajectory(_Sanitizing):
     @classmethod
     def _record_redactions(cls, data: Any, handler: ModelWrapValidatorHandler[Trajectory]) -> Trajectory:
         """Values redacted while validating (plain text put in from outside the builder) are recorded."""
-        trajectory, found = collect(lambda: handler(data))
-        assert isinstance(trajectory, Trajectory)
+        validated, found = collect(lambda: handler(data))
+        trajectory = cast(Trajectory, validated)
         for where, kind, count in found:
             step, _, name = where.rpartition(":")
             trajectory.redactions.append(Redaction(step=int(step) if step else None, field=name, kind=kind,
