@@ -73,6 +73,7 @@ def nightly(paths: list[str], library: str | None = None, defer_minutes: float |
                 trajectories.extend(reading.trajectories)
                 bar.advance()
         summary.trajectories.seen = len({t.id for t in trajectories})
+        summary.redactions.add(trajectories)
 
         summary.trajectories.new = len(stages.store_trajectories(state, trajectories))
         summary.increments.superseded = stages.supersede(state, readings)

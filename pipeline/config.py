@@ -22,11 +22,12 @@ stages add their fields here, in one place.
 from __future__ import annotations
 
 import os
+import re
 import tomllib
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from pipeline import settings
 from pipeline.errors import UsageError
@@ -51,6 +52,19 @@ class SourcesConfig(_Section):
 class RedactionConfig(_Section):
     extra_patterns: dict[str, str] = Field(default_factory=dict, description="kind -> regex, redacted too.")
     allow: list[str] = Field(default_factory=list, description="Values never redacted (test fixtures).")
+
+    @field_validator("extra_patterns")
+    @classmethod
+    def _compiles(cls, patterns: dict[str, str]) -> dict[str, str]:
+        """A bad pattern is a config error now, not a crash in the middle of a run."""
+        for kind, pattern in patterns.items():
+            if not re.fullmatch(r"[a-z0-9]+(?:-[a-z0-9]+)*", kind):
+                raise ValueError(f"kind {kind!r} must be lower-case words joined by '-' (it names the placeholder)")
+            try:
+                re.compile(pattern)
+            except re.error as exc:
+                raise ValueError(f"{kind!r} is not a valid regular expression: {exc}") from exc
+        return patterns
 
 
 class LLMConfig(_Section):

@@ -7,6 +7,8 @@ from typing import TYPE_CHECKING
 from pydantic import BaseModel, Field
 
 from pipeline.ingest.report import FileReport
+from pipeline.redact import Sanitized
+from pipeline.trajectory import Trajectory
 
 if TYPE_CHECKING:
     from pipeline.ingest.watermark import Reading
@@ -39,9 +41,9 @@ class FileCounts(BaseModel):
 
 
 class RunError(BaseModel):
-    path: str | None = None
+    path: Sanitized | None = None
     line: int | None = None
-    reason: str
+    reason: Sanitized  # error messages can quote what they choked on
 
 
 class Deferred(BaseModel):
@@ -60,7 +62,25 @@ class Increments(BaseModel):
 
 class NothingReusable(BaseModel):
     trajectory: str
-    reason: str
+    reason: Sanitized  # may quote the task
+
+
+class RedactionCounts(BaseModel):
+    """Secrets replaced while reading this run's trajectories: kinds and counts, never values."""
+
+    values: int = 0
+    trajectories: int = Field(0, description="Trajectories with at least one redaction.")
+    kinds: dict[str, int] = Field(default_factory=dict)
+
+    def add(self, trajectories: list[Trajectory]) -> None:
+        for t in {t.id: t for t in trajectories}.values():
+            counts = t.redaction_counts()
+            if counts:
+                self.trajectories += 1
+            for kind, count in counts.items():
+                self.kinds[kind] = self.kinds.get(kind, 0) + count
+                self.values += count
+        self.kinds = dict(sorted(self.kinds.items(), key=lambda item: (-item[1], item[0])))
 
 
 class Reopened(BaseModel):
@@ -83,6 +103,7 @@ class RunSummary(BaseModel):
     errors: list[RunError] = Field(default_factory=list)
     deferred: list[Deferred] = Field(default_factory=list, description="Files left for the next run.")
     increments: Increments = Field(default_factory=Increments)
+    redactions: RedactionCounts = Field(default_factory=RedactionCounts)
     duration_s: float = 0.0
 
     def add_file(self, report: FileReport) -> None:

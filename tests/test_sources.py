@@ -80,7 +80,9 @@ def test_defaults_are_listed_whether_they_exist_or_not(home: Path, corpus: Path)
     listed = {str(s.path): s for s in configured_sources(config.load())}
     claude = listed[str(home / ".claude/projects")]
     assert claude.exists and claude.formats == ["claude-code"] and claude.origin == "default"
-    assert len(claude.locations) == 2  # main sessions and subagent files share the folder
+    from pipeline.ingest.formats.claude_code import ClaudeCode
+
+    assert claude.locations == list(ClaudeCode.locations)  # sessions and subagent files share the folder
     elsewhere = listed[str(home / ".elsewhere/sessions")]
     assert not elsewhere.exists and elsewhere.origin == "default"
     assert discover(config.load()) == [home / ".claude/projects/-work-app/s.jsonl"]
@@ -93,9 +95,11 @@ def test_config_adds_paths_and_repos_and_can_turn_defaults_off(home: Path, isola
     (repo / ".elsewhere.history.md").write_text("# history\n")
     logs = tmp_path / "logs"
     write_config(isolated_home, f'[sources]\npaths = ["{logs}"]\nrepos = ["{repo}"]\ndefaults = false\n')
-    listed = configured_sources(config.load())
+    listed = [s for s in configured_sources(config.load()) if "elsewhere" in s.formats or not s.formats]
     assert [(s.path, s.origin.split(" ")[0], s.exists) for s in listed] == [
         (repo / ".elsewhere.history.md", "sources.repos", True), (logs, "sources.paths", False)]
+    others = [s for s in configured_sources(config.load()) if s not in listed]
+    assert all(s.path.parent == repo for s in others), "with defaults off, only repo-local locations remain"
     assert "skillmill.toml" in listed[0].origin
     assert discover(config.load()) == [repo / ".elsewhere.history.md"]
 

@@ -50,9 +50,9 @@ def main() -> None:
 
 
 def _register() -> None:
-    from pipeline.cli import formats, ingest, recall, review, run, sources
+    from pipeline.cli import formats, ingest, recall, redact, review, run, sources
 
-    for module in (run, ingest, recall, formats, sources, review):
+    for module in (run, ingest, recall, formats, sources, review, redact):
         main.add_command(module.command)
 
 

@@ -16,9 +16,10 @@ from pipeline.errors import SkillmillError
 
 
 def fail(error: SkillmillError) -> None:
-    click.secho(f"Error: {error.message}", fg="red", err=True)
+    """Print an error; redacted, since messages can quote what a parser or a flow choked on."""
+    click.secho(f"Error: {_redact(error.message)}", fg="red", err=True)
     if error.hint:
-        click.echo(f"  hint: {error.hint}", err=True)
+        click.echo(f"  hint: {_redact(error.hint)}", err=True)
 
 
 def save_traceback(exc: BaseException) -> Path:
@@ -28,8 +29,17 @@ def save_traceback(exc: BaseException) -> Path:
 
     path = settings.home() / "logs" / "last-error.txt"
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("".join(traceback.format_exception(exc)), encoding="utf-8")
+    path.write_text(_redact("".join(traceback.format_exception(exc))), encoding="utf-8")
     return path
+
+
+def _redact(text: str) -> str:
+    try:
+        from pipeline.redact import redact
+
+        return redact(text)
+    except Exception:  # a broken config must not hide the original error; keep only its first line
+        return text.splitlines()[0][:200] if text else text
 
 
 def emit_json(data: Any) -> None:

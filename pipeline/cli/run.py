@@ -65,6 +65,11 @@ def _print(result: dict) -> None:
             echo(f"  ~ {item['path']}  (changed {item['modified_s_ago']:.0f} s ago)")
     echo(f"Skills: {s['proposed']} proposed, {s['updated']} updated, {s['unchanged']} unchanged "
          f"-> {result['library']}")
+    redacted = result.get("redactions") or {}
+    if redacted.get("values"):
+        kinds = ", ".join(f"{kind} {count}" for kind, count in redacted["kinds"].items())
+        n = redacted["trajectories"]
+        echo(f"Redacted: {redacted['values']} secrets in {n} trajector{'y' if n == 1 else 'ies'} ({kinds})")
     for name in result["written"]:
         echo(f"  + {name}")
     for name in result["unchanged"]:

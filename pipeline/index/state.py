@@ -84,9 +84,17 @@ def _m040_review_log(con: duckdb.DuckDBPyConnection) -> None:
             flags VARCHAR[], PRIMARY KEY (library, seq))""")
 
 
+def _m020_redactions(con: duckdb.DuckDBPyConnection) -> None:
+    # What was redacted in each stored trajectory: kind and count per step and field, never the value.
+    con.execute("""
+        CREATE TABLE redactions (
+            trajectory_id VARCHAR, step INTEGER, field VARCHAR, kind VARCHAR, count INTEGER)""")
+
+
 MIGRATIONS = [
     ("001_initial", _m001_initial),
     ("010_watermarks", _m010_watermarks),
+    ("020_redactions", _m020_redactions),
     ("040_review_log", _m040_review_log),
 ]
 
@@ -133,6 +141,9 @@ class StateDB:
                         (_trajectory_row(t, now) for t in fresh.values()), scratch=self.scratch)
             bulk_insert(self.con, "steps", STEP_COLUMNS,
                         (_step_row(t.id, s) for t in fresh.values() for s in t.steps), scratch=self.scratch)
+            bulk_insert(self.con, "redactions", REDACTION_COLUMNS,
+                        ({"trajectory_id": t.id, **r.model_dump()} for t in fresh.values() for r in t.redactions),
+                        scratch=self.scratch)
             self.con.execute("COMMIT")
         except BaseException:
             self.con.execute("ROLLBACK")
@@ -285,6 +296,9 @@ class StateDB:
     def count(self, table: str) -> int:
         return self.con.execute(f"SELECT count(*) FROM {table}").fetchone()[0]  # type: ignore[index]
 
+
+REDACTION_COLUMNS = {"trajectory_id": "VARCHAR", "step": "INTEGER", "field": "VARCHAR", "kind": "VARCHAR",
+                     "count": "INTEGER"}
 
 _TRAJECTORY_COLUMNS = {
     "id": "VARCHAR", "source_format": "VARCHAR", "source_path": "VARCHAR", "agent": "VARCHAR",

@@ -14,7 +14,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from pipeline.errors import UsageError
+from pipeline.errors import SkillmillError, UsageError
 from pipeline.ingest.base import TrajectoryFormat
 from pipeline.ingest.outcome import infer_outcome
 from pipeline.ingest.reader import Checkpoint, Probe
@@ -130,6 +130,8 @@ def ingest_file(path: Path, *, checkpoint: Checkpoint | None = None,
             trajectories.append(trajectory.with_id())
     except OSError as exc:
         report.error(f"read failed part-way: {exc.strerror or exc}")
+    except SkillmillError:
+        raise  # configuration and usage errors stop the run; they are not one file's problem
     except Exception as exc:  # noqa: BLE001 -- one file's surprise must not end a run over thousands
         logger.exception("the %s parser failed on %s", fmt.name, path)
         report.error(f"{PARSER_FAILED} {fmt.name} parser: {type(exc).__name__}: {exc}"[:500])

@@ -6,6 +6,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from pipeline.redact import Sanitized, sanitize
 from pipeline.trajectory import StepKind, Trajectory
 
 #: Errors kept per file; the rest are counted, so a broken 1 GB file cannot flood memory.
@@ -16,22 +17,27 @@ FileStatus = Literal["ok", "partial", "failed", "skipped"]
 
 class LineError(BaseModel):
     line: int | None = None
-    reason: str
+    #: Parsers quote file content in reasons (a bad value, an exception message): redacted too.
+    reason: Sanitized
 
 
 class TrajectorySummary(BaseModel):
     id: str
-    task: str | None
+    task: Sanitized | None
     steps: int
     tool_calls: int
     outcome: str
 
     @classmethod
     def of(cls, trajectory: Trajectory) -> TrajectorySummary:
-        task = trajectory.task.splitlines()[0][:200] if trajectory.task else None
+        task = sanitize(trajectory.task, then=_first_line) if trajectory.task else None
         return cls(id=trajectory.id, task=task, steps=len(trajectory.steps),
                    tool_calls=sum(1 for s in trajectory.steps if s.kind is StepKind.TOOL_CALL),
                    outcome=trajectory.outcome.status)
+
+
+def _first_line(text: str) -> str:
+    return text.splitlines()[0][:200]
 
 
 class FileReport(BaseModel):

@@ -126,7 +126,7 @@ class Library:
         """
         skill = self.history.settle(skill)
         target = self.folder(skill.name, skill.status)
-        text = markdown.render(skill)
+        text = render_file(skill)
         existing = self.get(skill.name)
         if existing and existing.path != target:
             _atomic_move(existing.path, target)
@@ -158,7 +158,7 @@ class Library:
             floor = current.skill.version + 1 if current else 1
             skill = self.history.settle(skill.model_copy(update={"status": "candidate"}), at_least=floor)
             target = self.root / PROPOSED_DIR / skill.name
-            text = markdown.render(skill)
+            text = render_file(skill)
             self.history.keep(skill, text)
             if (target / SKILL_FILE).is_file():
                 atomic_write(target / SKILL_FILE, text)
@@ -194,7 +194,7 @@ class Library:
         """Move a pending proposal into the rejection memory (replacing an older rejected one)."""
         target = self.root / REJECTED_PROPOSALS / skill.name
         _atomic_move(proposal.path, target)
-        atomic_write(target / SKILL_FILE, markdown.render(skill))
+        atomic_write(target / SKILL_FILE, render_file(skill))
         return target
 
     def discard_proposal(self, name: str) -> bool:
@@ -293,6 +293,19 @@ def file_key(file: Path) -> tuple[str, int, int, int]:
     """What identifies one written state of a file (atomic writes change the inode)."""
     info = file.stat()
     return (str(file), info.st_ino, info.st_mtime_ns, info.st_size)
+
+
+def render_file(skill: Skill) -> str:
+    """The SKILL.md text to write. Every write of a skill file goes through here.
+
+    Skill files are shared with a team, so this is the last redaction check before one is
+    written. Drafts come from redacted trajectories, so it finds nothing unless a distiller (an
+    LLM) made up something key-shaped, or a person pasted a secret into an edit -- which is
+    then written as a placeholder too.
+    """
+    from pipeline.redact import redact
+
+    return redact(markdown.render(skill))
 
 
 def read_skill(file: Path) -> Skill:

@@ -28,7 +28,7 @@ from pipeline.library.audit import Action, AuditEntry, sha256_file
 from pipeline.library.history import REVIEW_KEYS, same_content
 from pipeline.library.memory import REVIEWED
 from pipeline.library.model import Skill
-from pipeline.library.store import SKILL_FILE, atomic_write
+from pipeline.library.store import SKILL_FILE, atomic_write, render_file
 from pipeline.review.flags import flag_codes, risk_flags
 from pipeline.review.queue import Filters, NotFound, ReviewItem, check_name, find, items
 
@@ -206,7 +206,7 @@ class Review:
             before = sha256_file(item.stored.file)
             if item.status == "proposed":
                 skill = self.library.history.settle(skill)
-                rendered = markdown.render(skill)
+                rendered = render_file(skill)
                 self.library.history.keep(skill, rendered)
                 atomic_write(item.stored.file, rendered)
             else:

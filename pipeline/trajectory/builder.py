@@ -1,7 +1,13 @@
 """Append steps in order; calls and results pair themselves; ``build()`` derives the rest.
 
 Format plugins only translate their records into builder calls, so pairing, truncation,
-task selection and the content id are written once.
+task selection, redaction and the content id are written once.
+
+Redaction happens here, at the boundary: every text a plugin hands over (messages, commands,
+outputs, paths, diffs, the task, header fields such as ``cwd``) is redacted once, before it
+is clipped -- a secret cut in half by clipping would no longer match its detector -- and
+before anything can store, index, log or prompt it. What was redacted is recorded as
+``Trajectory.redactions`` (kind, count, step, field).
 """
 
 from __future__ import annotations
@@ -9,7 +15,8 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from pipeline.trajectory.model import Outcome, Step, StepKind, Trajectory, clip
+from pipeline.redact import Sanitized, current
+from pipeline.trajectory.model import Outcome, Redaction, Step, StepKind, Trajectory, clip
 
 
 def parse_time(value: Any) -> datetime | None:
@@ -39,8 +46,38 @@ class TrajectoryBuilder:
         }
         self.steps: list[Step] = []
         self._open_calls: dict[str, int] = {}
-        self.task: str | None = None
+        self._task: Sanitized | None = None
         self.outcome: Outcome | None = None
+        self.redactions: list[Redaction] = []
+        self._redactor = current()
+
+    def __getstate__(self) -> dict[str, Any]:
+        # Incremental reads pickle a parser's builder (``TrajectoryFormat.resume``); the redactor
+        # is process state (compiled rules, config), taken afresh when the read resumes.
+        state = self.__dict__.copy()
+        state.pop("_redactor", None)
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._redactor = current()
+
+    # -- redaction --------------------------------------------------------------------
+    def _clean(self, text: str, step: int | None, field: str, *, clipped: bool = False) -> Sanitized:
+        """Redact ``text`` (then clip it) and record what was replaced."""
+        sanitized, counts = self._redactor.sanitize(text, then=_clip if clipped else None)
+        for kind, count in counts.items():
+            self.redactions.append(Redaction(step=step, field=field, kind=kind, count=count))
+        return sanitized
+
+    @property
+    def task(self) -> Sanitized | None:
+        """The task, when the format knows it better than "the first user message"."""
+        return self._task
+
+    @task.setter
+    def task(self, value: str | None) -> None:
+        self._task = None if value is None else self._clean(value.strip(), None, "task", clipped=True)
 
     # -- header -----------------------------------------------------------------------
     def set(self, **fields: Any) -> None:
@@ -51,11 +88,20 @@ class TrajectoryBuilder:
 
     # -- steps ------------------------------------------------------------------------
     def _add(self, kind: StepKind, text: str, timestamp: Any, **extra: Any) -> int:
-        clipped, size = clip(text or "")
-        step = Step(index=len(self.steps), kind=kind, timestamp=parse_time(timestamp),
-                    text=clipped, text_size=size, **extra)
+        index = len(self.steps)
+        same_as_command = bool(text) and text == extra.get("command")
+        for name in ("tool", "command", "diff"):
+            if isinstance(extra.get(name), str):
+                extra[name] = self._clean(extra[name], index, name, clipped=name == "diff")
+        if extra.get("paths"):
+            extra["paths"] = [self._clean(p, index, "paths") for p in extra["paths"]]
+        # A shell call's text is its command: redacted (and counted) once.
+        full = extra["command"] if same_as_command else self._clean(text or "", index, "text")
+        shown = self._redactor.sanitize(full, then=_clip)[0]  # clipped after redaction, never before
+        step = Step(index=index, kind=kind, timestamp=parse_time(timestamp), text=shown, text_size=len(full),
+                    **extra)
         self.steps.append(step)
-        return step.index
+        return index
 
     def user(self, text: str, *, timestamp: Any = None, meta: bool = False, sidechain: bool = False) -> int:
         return self._add(StepKind.USER, text, timestamp, meta=meta, sidechain=sidechain)
@@ -66,8 +112,6 @@ class TrajectoryBuilder:
     def call(self, tool: str, *, call_id: str | None = None, text: str = "", command: str | None = None,
              paths: list[str] | None = None, diff: str | None = None, timestamp: Any = None,
              sidechain: bool = False) -> int:
-        if diff is not None:
-            diff, _ = clip(diff)
         index = self._add(StepKind.TOOL_CALL, text or command or "", timestamp, tool=tool, call_id=call_id,
                           command=command, paths=list(dict.fromkeys(paths or [])), diff=diff,
                           sidechain=sidechain)
@@ -110,25 +154,36 @@ class TrajectoryBuilder:
                     step.is_error = is_error
             if step.kind is StepKind.TOOL_CALL:
                 if paths:
-                    step.paths = list(dict.fromkeys([*step.paths, *paths]))
+                    clean = [self._clean(p, step.index, "paths") for p in paths]
+                    step.paths = list(dict.fromkeys([*step.paths, *clean]))
                 if diff and not step.diff:
-                    step.diff = clip(diff)[0]
+                    step.diff = self._clean(diff, step.index, "diff", clipped=True)
                 return True
         return False
 
     # -- result -----------------------------------------------------------------------
     def build(self) -> Trajectory:
         stamps = [s.timestamp for s in self.steps if s.timestamp is not None]
-        fields = dict(self.fields)
+        fields = {key: self._clean(value, None, key) if isinstance(value, str) and key in _HEADER_TEXT else value
+                  for key, value in self.fields.items()}
         fields.setdefault("started_at", min(stamps) if stamps else None)
         fields.setdefault("ended_at", max(stamps) if stamps else None)
         if fields.get("started_at") is None and stamps:
             fields["started_at"] = min(stamps)
         if fields.get("ended_at") is None and stamps:
             fields["ended_at"] = max(stamps)
-        task = self.task or next(
-            (s.text for s in self.steps if s.kind is StepKind.USER and not s.meta and s.text.strip()), None)
-        if task is not None:
-            task = clip(task.strip())[0]
-        return Trajectory(**fields, task=task, steps=self.steps,
-                          outcome=self.outcome or Outcome()).with_id()
+        task = self.task
+        if task is None:
+            first = next((s for s in self.steps if s.kind is StepKind.USER and not s.meta and s.text.strip()), None)
+            task = self._redactor.sanitize(first.text, then=str.strip)[0] if first is not None else None
+        return Trajectory(**fields, task=task, steps=self.steps, outcome=self.outcome or Outcome(),
+                          redactions=self.redactions).with_id()
+
+
+def _clip(text: str) -> str:
+    return clip(text)[0]
+
+
+#: Header fields that hold free text (a path, a branch name ...); the rest are plugin constants.
+_HEADER_TEXT = frozenset({"source_path", "agent_version", "model", "session_id", "parent_session_id", "cwd",
+                          "repo", "git_branch"})

@@ -4,17 +4,25 @@ A trajectory is an ordered list of steps (user message, assistant message, tool 
 tool result) plus what we know about the session around it. Tool results point back at
 their call (``call_index``) and calls forward at their result (``result_index``).
 ``schemas/trajectory.schema.json`` is generated from these classes.
+
+Every text a session carries can hold a secret, so the text fields are :class:`Sanitized`:
+the builder fills them with redacted text, and anything else put into them (construction,
+assignment, ``model_copy(update=...)``, a JSON read-back) is redacted on the way in.
+``redactions`` records what was replaced -- kind, count, step and field, never the value.
 """
 
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Mapping
 from datetime import datetime
 from enum import StrEnum
-from typing import Literal
+from typing import Any, Literal, Self, cast
 
 import orjson
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ModelWrapValidatorHandler, model_validator
+
+from pipeline.redact.sanitized import EMPTY, Sanitized, collect
 
 #: Text longer than this is cut to head + tail; ``text_size`` keeps the original length.
 MAX_STEP_TEXT = 6000
@@ -32,21 +40,31 @@ class StepKind(StrEnum):
 OutcomeStatus = Literal["resolved", "failed", "unknown"]
 
 
-class Step(BaseModel):
-    """One event of a trajectory."""
+class _Sanitizing(BaseModel):
+    """Validation of assignments and of ``model_copy(update=...)`` too: no plain text slips in."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+    def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Self:
+        copy = super().model_copy(deep=deep)
+        for key, value in (update or {}).items():
+            setattr(copy, key, value)
+        return copy
+
+
+class Step(_Sanitizing):
+    """One event of a trajectory."""
 
     index: int = Field(description="Position in the trajectory, from 0.")
     kind: StepKind
     timestamp: datetime | None = None
-    text: str = Field("", description="Message text, tool input summary or tool output (truncated).")
+    text: Sanitized = Field(EMPTY, description="Message text, tool input summary or tool output (truncated).")
     text_size: int = Field(0, description="Length in characters of the text before truncation.")
-    tool: str | None = Field(None, description="Tool name as the agent called it (Bash, Edit, bash ...).")
+    tool: Sanitized | None = Field(None, description="Tool name as the agent called it (Bash, Edit, bash ...).")
     call_id: str | None = Field(None, description="The agent's id pairing a tool call with its result.")
-    command: str | None = Field(None, description="Shell command, for tool calls that run one.")
-    paths: list[str] = Field(default_factory=list, description="Files the step reads or writes.")
-    diff: str | None = Field(None, description="Unified diff of an edit, where the format gives one.")
+    command: Sanitized | None = Field(None, description="Shell command, for tool calls that run one.")
+    paths: list[Sanitized] = Field(default_factory=list, description="Files the step reads or writes.")
+    diff: Sanitized | None = Field(None, description="Unified diff of an edit, where the format gives one.")
     exit_code: int | None = None
     is_error: bool | None = None
     call_index: int | None = Field(None, description="For a tool result: the index of its call.")
@@ -55,38 +73,66 @@ class Step(BaseModel):
     meta: bool = Field(False, description="Injected context (system reminders, command wrappers), not a person.")
 
 
-class Outcome(BaseModel):
-    """Did the session achieve what was asked, and why we think so."""
+class Redaction(BaseModel):
+    """What was redacted where: never the value."""
 
     model_config = ConfigDict(extra="forbid")
+
+    step: int | None = Field(None, description="The step's index; None for a header field (task, cwd ...).")
+    field: str = Field(description="text, command, paths, diff, tool, task, cwd ...")
+    kind: str = Field(description="Detector kind, as in the placeholder [REDACTED:<kind>].")
+    count: int = 1
+
+
+class Outcome(_Sanitizing):
+    """Did the session achieve what was asked, and why we think so."""
 
     status: OutcomeStatus = "unknown"
     source: Literal["label", "heuristic", "none"] = "none"
-    evidence: str = ""
+    evidence: Sanitized = EMPTY
     step: int | None = Field(None, description="The step the evidence points at, if any.")
 
 
-class Trajectory(BaseModel):
+class Trajectory(_Sanitizing):
     """One agent session, in canonical form."""
-
-    model_config = ConfigDict(extra="forbid")
 
     id: str = Field("", description="Content hash of the canonical form (see content_id).")
     source_format: str
-    source_path: str = ""
+    source_path: Sanitized = EMPTY
     agent: str
-    agent_version: str | None = None
-    model: str | None = None
-    session_id: str | None = None
-    parent_session_id: str | None = None
-    cwd: str | None = None
-    repo: str | None = Field(None, description="Repository slug, e.g. django/django or the cwd's basename.")
-    git_branch: str | None = None
+    agent_version: Sanitized | None = None
+    model: Sanitized | None = None
+    session_id: Sanitized | None = None
+    parent_session_id: Sanitized | None = None
+    cwd: Sanitized | None = None
+    repo: Sanitized | None = Field(None, description="Repository slug, e.g. django/django or the cwd's basename.")
+    git_branch: Sanitized | None = None
     started_at: datetime | None = None
     ended_at: datetime | None = None
-    task: str | None = Field(None, description="The first real user request.")
+    task: Sanitized | None = Field(None, description="The first real user request.")
     steps: list[Step] = Field(default_factory=list)
     outcome: Outcome = Field(default_factory=Outcome)
+    redactions: list[Redaction] = Field(default_factory=list, description="What was redacted (kinds, counts).")
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _record_redactions(cls, data: Any, handler: ModelWrapValidatorHandler[Trajectory]) -> Trajectory:
+        """Values redacted while validating (plain text put in from outside the builder) are recorded."""
+        validated, found = collect(lambda: handler(data))
+        trajectory = cast(Trajectory, validated)
+        for where, kind, count in found:
+            step, _, name = where.rpartition(":")
+            trajectory.redactions.append(Redaction(step=int(step) if step else None, field=name, kind=kind,
+                                                   count=count))
+        return trajectory
+
+    def redaction_counts(self, *, include_task: bool = False) -> dict[str, int]:
+        """Values replaced, by kind. ``task`` repeats a user step's text, so it is left out by default."""
+        counts: dict[str, int] = {}
+        for r in self.redactions:
+            if include_task or r.field != "task":
+                counts[r.kind] = counts.get(r.kind, 0) + r.count
+        return counts
 
     # -- derived views ------------------------------------------------------------------
     def tool_calls(self) -> list[Step]:
@@ -99,8 +145,9 @@ class Trajectory(BaseModel):
         """sha256 over the canonical form, without the id itself and where the file lay.
 
         The same session copied to two places has the same id, so it is stored once.
+        ``redactions`` is left out: the redacted text already differs wherever it matters.
         """
-        data = self.model_dump(mode="json", exclude={"id", "source_path"})
+        data = self.model_dump(mode="json", exclude={"id", "source_path", "redactions"})
         digest = hashlib.sha256(orjson.dumps(data, option=orjson.OPT_SORT_KEYS)).hexdigest()
         return digest[:16]
 

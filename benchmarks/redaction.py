@@ -1,0 +1,258 @@
+"""Redaction: throughput, recall on planted secrets, false positives on the real corpus.
+
+    PYTHONPATH=$PWD python benchmarks/redaction.py [--corpus DIR] [--show N] [--seeds N]
+
+Prints, next to baselines measured in the same run:
+
+* throughput (CPU time, so other processes on the machine do not skew it) of the redactor over
+  (a) the step texts of every trajectory skillmill parses from the corpus (the ingest path) and
+  (b) the raw bytes of every corpus file (the ``skillmill redact`` path); baselines: detect-secrets'
+  own line-by-line scan with its default plugins, and ``orjson.loads`` of the same files;
+* recall on planted secrets: every kind, fresh values per seed, in four contexts (as is, in prose,
+  JSON-escaped, after non-ASCII text), found whole and named right; then planted into every
+  position of real sessions of each registered format, parsed, and searched for in the result;
+* false positives on the real corpus: every redaction, with its kind and a masked context, split
+  into "provider token", "credential-shaped value under a secret's name" and "other" (read
+  those by hand: ``--show``), and how many UUIDs, git SHAs / hex digests, base64 blobs and
+  (generated) lockfile integrity hashes were redacted among all those present.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+import orjson  # noqa: E402
+
+from pipeline.ingest import ingest_file, iter_files  # noqa: E402
+from pipeline.plugins import registered_formats  # noqa: E402
+from pipeline.redact import Redactor  # noqa: E402
+from pipeline.redact.scan import mask  # noqa: E402
+from tests.planted import B64, KINDS, SOURCES, Factory, Planter  # noqa: E402
+
+PROVIDER = {"openai-api-key", "anthropic-api-key", "aws-access-key-id", "aws-secret-key", "github-token",
+            "github-fine-grained-token", "gitlab-token", "slack-token", "slack-webhook", "stripe-key",
+            "google-api-key", "google-oauth-token", "google-client-secret", "huggingface-token", "npm-token",
+            "sendgrid-api-key", "twilio-key", "pypi-token", "mailchimp-key", "llm-api-key", "private-key", "jwt"}
+BY_NAME = {"password", "token", "secret", "api-key", "url-password", "bearer-token", "basic-auth"}
+LOOKALIKES = {
+    "UUIDs": re.compile(r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b"),
+    "git SHAs / hex digests": re.compile(r"(?<![0-9A-Za-z])[0-9a-f]{40}(?:[0-9a-f]{24})?(?![0-9A-Za-z])"),
+    "base64 blobs (>=100 chars)": re.compile(r"(?<![A-Za-z0-9+/])[A-Za-z0-9+/]{100,}={0,2}"),
+}
+
+
+def _cpu(fn) -> tuple[float, object]:  # type: ignore[no-untyped-def]
+    start = time.process_time()
+    result = fn()
+    return time.process_time() - start, result
+
+
+def step_texts(corpus: Path) -> list[str]:
+    """Every text the builder redacts, as plugins hand it over (before redaction)."""
+    from pipeline.trajectory import builder
+
+    seen: list[str] = []
+    original = builder.TrajectoryBuilder._clean
+
+    def spy(self, text, step, field, *, clipped=False):  # type: ignore[no-untyped-def]
+        seen.append(str(text))
+        return original(self, text, step, field, clipped=clipped)
+
+    builder.TrajectoryBuilder._clean = spy  # type: ignore[method-assign]
+    try:
+        for path in iter_files([corpus]):
+            ingest_file(path)
+    finally:
+        builder.TrajectoryBuilder._clean = original  # type: ignore[method-assign]
+    return seen
+
+
+def throughput(redactor: Redactor, corpus: Path) -> None:
+    files = [p for p in sorted(corpus.rglob("*")) if p.is_file()]
+    raw = [p.read_bytes() for p in files]
+    raw_text = [b.decode("utf-8", errors="replace") for b in raw]
+    texts = step_texts(corpus)
+    size_steps = sum(map(len, texts)) / 1e6
+    size_raw = sum(map(len, raw_text)) / 1e6
+    print("== Throughput (CPU seconds; MB = million characters)")
+    seconds, _ = _cpu(lambda: [redactor.find(t) for t in texts])
+    print(f"  skillmill redactor, step texts ({len(texts)} texts, {size_steps:.1f} MB):  {size_steps / seconds:6.1f} MB/s")
+    chunks = [t[i:i + 4_000_000] for t in raw_text for i in range(0, len(t), 4_000_000)]
+    seconds, _ = _cpu(lambda: [redactor.find(t) for t in chunks])
+    print(f"  skillmill redactor, raw files ({len(files)} files, {size_raw:.1f} MB):  {size_raw / seconds:6.1f} MB/s")
+    json_files = [b for p, b in zip(files, raw, strict=True) if p.suffix in (".json", ".jsonl", ".traj")]
+    parse_seconds, _ = _cpu(lambda: [_loads(b) for b in json_files])
+    json_size = sum(len(b.decode("utf-8", errors="replace")) for b in json_files) / 1e6
+    print(f"  baseline: orjson parse of the JSON/JSONL files ({json_size:.1f} MB): {json_size / parse_seconds:6.1f} MB/s")
+    ingest_seconds, redact_seconds = _ingest_share(corpus)
+    print(f"  ingest of every trajectory file: {ingest_seconds:.2f} s CPU, {redact_seconds:.2f} s of it in the "
+          f"redactor ({100 * redact_seconds / ingest_seconds:.0f}%)")
+    sample = "\n".join(texts)[:400_000]
+    ds_seconds, found = _cpu(lambda: _detect_secrets(sample))
+    print(f"  baseline: detect-secrets line by line, default plugins:  {len(sample) / 1e6 / ds_seconds:6.2f} MB/s"
+          f"  ({found} findings in the first {len(sample) // 1000} KB of step text)")
+
+
+def _ingest_share(corpus: Path) -> tuple[float, float]:
+    """CPU time of ingesting every trajectory file, and how much of it the redactor took."""
+    files = list(iter_files([corpus]))
+    for path in files:
+        ingest_file(path)  # warm up: imports, compiled patterns
+    spent = [0.0]
+    original = Redactor.find
+
+    def timed(self: Redactor, text: str):  # type: ignore[no-untyped-def]
+        start = time.process_time()
+        try:
+            return original(self, text)
+        finally:
+            spent[0] += time.process_time() - start
+
+    Redactor.find = timed  # type: ignore[method-assign]
+    try:
+        seconds, _ = _cpu(lambda: [ingest_file(p) for p in files])
+    finally:
+        Redactor.find = original  # type: ignore[method-assign]
+    return seconds, spent[0]
+
+
+def _loads(data: bytes) -> object:
+    try:
+        return orjson.loads(data)
+    except orjson.JSONDecodeError:
+        records = []
+        for line in data.splitlines():
+            try:
+                records.append(orjson.loads(line))
+            except orjson.JSONDecodeError:
+                continue
+        return records
+
+
+def _detect_secrets(text: str) -> int:
+    from detect_secrets.core.scan import scan_line
+    from detect_secrets.settings import default_settings
+
+    with default_settings():
+        return sum(1 for line in text.splitlines() for _ in scan_line(line))
+
+
+CONTEXTS = {
+    "as is": lambda line: line,
+    "in prose": lambda line: f"Then I ran `{line}` and it worked.",
+    "JSON-escaped": lambda line: json.dumps({"command": line}),
+    "after non-ASCII": lambda line: f"設定しました 🎉\n{line}",
+}
+
+
+def recall(redactor: Redactor, corpus: Path, seeds: int) -> None:
+    print(f"\n== Recall on planted secrets ({len(KINDS)} kinds x {seeds} seeds x {len(CONTEXTS)} contexts)")
+    found, named, total = Counter(), Counter(), Counter()
+    for seed in range(seeds):
+        for secret in Factory(seed).secrets():
+            for wrap in CONTEXTS.values():
+                text = wrap(secret.line)
+                value = secret.value if secret.value in text else json.dumps(secret.value)[1:-1]
+                start = text.index(value)
+                covering = [f for f in redactor.find(text) if f.start <= start and f.end >= start + len(value)]
+                total[secret.kind] += 1
+                found[secret.kind] += bool(covering)
+                named[secret.kind] += bool(covering) and covering[0].kind == secret.kind
+    missed = [k for k in KINDS if found[k] < total[k]]
+    for kind in KINDS:
+        print(f"  {kind:<27} found {found[kind]:>4}/{total[kind]:<4} named right {named[kind]:>4}/{total[kind]}")
+    overall = sum(found.values()) / sum(total.values())
+    print(f"  overall: {100 * overall:.2f}% found, {100 * sum(named.values()) / sum(total.values()):.2f}% named right;"
+          f" kinds missed: {missed or 'none'}")
+
+    print("\n== Planted into every position of real sessions, then parsed")
+    registered = {f.name for f in registered_formats()}
+    for fmt, (method, relative) in SOURCES.items():
+        if fmt not in registered:
+            print(f"  {fmt:<15} skipped: format not registered")
+            continue
+        planter = Planter(seed=100)
+        target = Path("/tmp") / f"skillmill-bench-{Path(relative).name}"
+        method(planter, corpus / relative, target)
+        _, trajectories = ingest_file(target)
+        stored = "".join(t.model_dump_json() for t in trajectories)
+        leaks = Counter(s.position for s in planter.secrets() if any(f in stored for f in s.fragments()))
+        recorded = Counter()
+        for t in trajectories:
+            recorded.update(t.redaction_counts())
+        target.unlink()
+        print(f"  {fmt:<15} {len(planter.secrets())} values in {len(planter.planted)} positions; "
+              f"leaked: {sum(leaks.values())} {dict(leaks) or ''}; kinds recorded: "
+              f"{len(set(recorded) & set(KINDS))}/{len(KINDS)}")
+
+
+def false_positives(redactor: Redactor, corpus: Path, show: int) -> None:
+    print("\n== Redactions on the real corpus (none of it was planted)")
+    registered = {f.name for f in registered_formats()}
+    steps = 0
+    records: Counter[str] = Counter()
+    for path in iter_files([corpus]):
+        _, trajectories = ingest_file(path)
+        for t in trajectories:
+            steps += len(t.steps)
+            records.update(t.redaction_counts())
+    print(f"  ingest path ({', '.join(sorted(registered))}): {steps} steps, "
+          f"{sum(records.values())} redactions {dict(records)}")
+    classes: Counter[str] = Counter()
+    examples: list[str] = []
+    lookalike_total: Counter[str] = Counter()
+    lookalike_hit: Counter[str] = Counter()
+    size = 0
+    for path in sorted(p for p in corpus.rglob("*") if p.is_file()):
+        text = path.read_text(encoding="utf-8", errors="replace")
+        size += len(text)
+        findings = redactor.find(text)
+        for f in findings:
+            value = text[f.start:f.end]
+            group = "provider token" if f.kind in PROVIDER else \
+                "credential-shaped value under a secret's name" if f.kind in BY_NAME else "other"
+            classes[group] += 1
+            before = text[max(0, f.start - 50):f.start].replace("\n", "\u23ce")
+            after = text[f.end:f.end + 20].replace("\n", "\u23ce")
+            examples.append(f"  [{f.kind}] {path.relative_to(corpus)}: ...{before}{mask(value, f.kind)}{after}...")
+        for name, pattern in LOOKALIKES.items():
+            for match in pattern.finditer(text):
+                lookalike_total[name] += 1
+                lookalike_hit[name] += any(f.start < match.end() and match.start() < f.end for f in findings)
+    print(f"  raw files: {size / 1e6:.1f} MB, {sum(classes.values())} redactions: {dict(classes)}")
+    for line in examples[:show]:
+        print(line)
+    if len(examples) > show:
+        print(f"  ... {len(examples) - show} more (--show N)")
+    factory = Factory(1)
+    integrity = "\n".join(f'"integrity": "sha512-{factory._rand(86, B64)}==",' for _ in range(1000))
+    lookalike_total["lockfile integrity hashes (generated)"] = 1000
+    lookalike_hit["lockfile integrity hashes (generated)"] = len(redactor.find(integrity))
+    print("  look-alikes redacted / present (a value under a secret's name, e.g. api_key = '<hex>', counts):")
+    for name in lookalike_total:
+        print(f"    {name:<40} {lookalike_hit[name]:>4} / {lookalike_total[name]}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--corpus", type=Path, default=Path("/work/shared/trajectories"))
+    parser.add_argument("--show", type=int, default=40, help="masked contexts to print")
+    parser.add_argument("--seeds", type=int, default=20)
+    args = parser.parse_args()
+    redactor = Redactor()
+    throughput(redactor, args.corpus)
+    recall(redactor, args.corpus, args.seeds)
+    false_positives(redactor, args.corpus, args.show)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,17 @@
+"""Redaction at the ingest boundary: nothing secret is stored, indexed, written, printed or prompted.
+
+    from pipeline.redact import sanitize, current
+    clean = sanitize("curl -H 'Authorization: Bearer eyJ...'")   # a Sanitized str
+    text, counts = current().redact(raw)                          # counts: {kind: n}
+
+Every trajectory format feeds ``TrajectoryBuilder``, which sanitizes each text it is given;
+the trajectory model's text fields are typed :class:`Sanitized` and sanitize any plain
+string put into them, so later code (storage, distillers, prompts) only ever sees redacted
+text. The detector modules (``rules``, ``assignments``) load on first use.
+"""
+
+from pipeline.redact.engine import PLACEHOLDER_RE, Finding, Redactor, current, placeholder, redact, sanitize
+from pipeline.redact.sanitized import EMPTY, Sanitized, collecting, fallback_count
+
+__all__ = ["EMPTY", "PLACEHOLDER_RE", "Finding", "Redactor", "Sanitized", "collecting", "current",
+           "fallback_count", "placeholder", "redact", "sanitize"]

@@ -1,0 +1,345 @@
+"""The detectors: where a secret can be, and what kind it is.
+
+detect-secrets' plugins are used where they fit: their regexes for AWS key ids, GitLab,
+SendGrid, Twilio, PyPI, Mailchimp and URL credentials, their private-key markers and their
+JWT validity check. What they miss is added here: OpenAI ``sk-proj-`` keys (their OpenAI
+regex needs ``T3BlbkFJ`` and misses them), Anthropic, GitHub fine-grained tokens, Stripe test
+and webhook keys, Google, Hugging Face, ``npm_`` tokens, Slack app/config tokens and workflow
+hooks, whole private-key blocks, tokens as URL userinfo, and the context rules in
+``assignments.py``.
+
+Speed (ingest reads GBs): rules look at a :class:`View` of the text -- its ASCII bytes, one
+byte per character so positions hold in the text. Provider tokens are found in one pass:
+``bytes.translate`` marks token characters, a literal search finds the runs of 16 or more,
+and each run is dispatched on its first two characters to the few patterns that can start
+there. Thirty patterns run one after the other would scan the text thirty times.
+Heavier checks (entropy, JWT decoding, placeholder tests) run on candidates only.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+from detect_secrets.plugins.aws import AWSKeyDetector
+from detect_secrets.plugins.basic_auth import BasicAuthDetector
+from detect_secrets.plugins.gitlab_token import GitLabTokenDetector
+from detect_secrets.plugins.jwt import JwtTokenDetector
+from detect_secrets.plugins.mailchimp import MailchimpDetector
+from detect_secrets.plugins.private_key import PrivateKeyDetector
+from detect_secrets.plugins.pypi_token import PypiTokenDetector
+from detect_secrets.plugins.sendgrid import SendGridDetector
+from detect_secrets.plugins.twilio import TwilioKeyDetector
+
+from pipeline.redact.heuristics import is_placeholder, is_wordlike, random_like
+
+#: Overlapping candidates: the higher priority wins (a provider key inside ``API_KEY=...`` is
+#: an ``openai-api-key``, not a generic ``api-key``).
+PRIORITY_BLOCK = 100
+PRIORITY_CONFIG = 95
+PRIORITY_PROVIDER = 90
+PRIORITY_STRUCTURE = 80
+PRIORITY_HEADER = 75
+PRIORITY_ASSIGNMENT = 60
+PRIORITY_ENTROPY = 40
+
+_TOKEN_CHARS = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-"
+_MARK = bytes(ord("a") if c in _TOKEN_CHARS else ord(" ") for c in range(256))
+MIN_RUN = 16
+#: On the marked bytes: sixteen literal ``a`` then more -- a literal prefix, found by fast search.
+_RUN = re.compile(b"a" * MIN_RUN + b"a*")
+_ALNUM = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789")
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    start: int
+    end: int
+    kind: str
+    priority: int
+
+
+class View:
+    """A text as the rules read it: ASCII bytes (non-ASCII -> ``?``), lower-cased, token runs."""
+
+    __slots__ = ("_runs", "data", "lower", "text")
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.data = text.encode("ascii", "replace")
+        self.lower = self.data.lower()
+        self._runs: list[tuple[int, int]] | None = None
+
+    def runs(self) -> list[tuple[int, int]]:
+        """Maximal runs of ``[A-Za-z0-9_-]`` at least ``MIN_RUN`` long, as (start, end)."""
+        if self._runs is None:
+            self._runs = [m.span() for m in _RUN.finditer(self.data.translate(_MARK))]
+        return self._runs
+
+
+def _b(pattern: re.Pattern[str] | str, flags: int = 0) -> re.Pattern[bytes]:
+    """A bytes version of a (detect-secrets) str pattern: rules run on ASCII bytes."""
+    if isinstance(pattern, re.Pattern):
+        flags |= pattern.flags & (re.IGNORECASE | re.VERBOSE | re.MULTILINE | re.DOTALL)
+        pattern = pattern.pattern
+    return re.compile(pattern.encode(), flags)
+
+
+def _random(min_length: int) -> Callable[[str], bool]:
+    return lambda value: random_like(value, min_length=min_length)
+
+
+def _after(prefix: str, min_length: int = 16) -> Callable[[str], bool]:
+    """The part after a public prefix (``sk-proj-``) must look generated."""
+    head = re.compile(prefix)
+    return lambda value: random_like(head.sub("", value, count=1), min_length=min_length)
+
+
+def _jwt(value: str) -> bool:
+    return JwtTokenDetector.is_formally_valid(value)
+
+
+# -- provider tokens ------------------------------------------------------------------------
+@dataclass(frozen=True)
+class TokenRule:
+    """A provider token that starts a run of token characters (or follows ``before``)."""
+
+    kind: str
+    pattern: re.Pattern[bytes]
+    check: Callable[[str], bool] | None = None
+    #: Fixed-length tokens must not be followed by more letters or digits.
+    bounded_after: bool = False
+    priority: int = PRIORITY_PROVIDER
+    #: For dotted tokens (``SG.<run>``, ``ya29.<run>``): the literal just before the run.
+    before: bytes = b""
+
+    def starts(self) -> set[bytes]:
+        """The two characters a run can start with, for dispatch."""
+        source = self.pattern.pattern
+        literal = re.match(rb"[A-Za-z0-9_-]{2}", source)
+        if literal:
+            return {literal.group()}
+        group = re.match(rb"\((?:\?:)?([^)]*)\)", source)
+        if group:
+            return {alt[:2] for alt in group.group(1).split(b"|")}
+        raise ValueError(f"token pattern {source!r} does not start with a literal")
+
+
+def token_rules() -> list[TokenRule]:
+    """Provider keys and tokens, identified by their published prefixes."""
+    return [
+        TokenRule("anthropic-api-key", _b(r"sk-ant-[A-Za-z0-9_-]{20,}"), _after(r"^sk-ant-(?:[a-z]+\d\d-)?"),
+                  priority=PRIORITY_PROVIDER + 2),
+        TokenRule("openai-api-key", _b(r"sk-(?:proj-|svcacct-|admin-|None-)?[A-Za-z0-9_-]{20,}"),
+                  _after(r"^sk-(?:proj-|svcacct-|admin-|None-)?")),
+        TokenRule("aws-access-key-id", _b(AWSKeyDetector.denylist[0]), bounded_after=True),
+        TokenRule("github-token", _b(r"gh[pousr]_[A-Za-z0-9]{36,255}"), bounded_after=True),
+        TokenRule("github-fine-grained-token", _b(r"github_pat_[A-Za-z0-9_]{22,255}"), bounded_after=True),
+        *(TokenRule("gitlab-token", _b(p)) for p in GitLabTokenDetector.denylist),
+        TokenRule("slack-token", _b(r"xox[abposre]-[A-Za-z0-9-]{10,}"), _random(10)),
+        TokenRule("slack-token", _b(r"xapp-\d-[A-Za-z0-9-]{10,}")),
+        TokenRule("stripe-key", _b(r"(?:sk|rk)_(?:live|test)_[0-9A-Za-z]{10,}")),
+        TokenRule("stripe-key", _b(r"whsec_[0-9A-Za-z]{24,}")),
+        TokenRule("google-api-key", _b(r"AIza[0-9A-Za-z_-]{35}"), bounded_after=True),
+        TokenRule("google-oauth-token", _b(r"ya29\.[0-9A-Za-z_-]{20,}"), before=b"ya29."),
+        TokenRule("google-client-secret", _b(r"GOCSPX-[0-9A-Za-z_-]{28}"), bounded_after=True),
+        TokenRule("huggingface-token", _b(r"hf_[A-Za-z0-9]{34,40}"), _random(30), bounded_after=True),
+        TokenRule("huggingface-token", _b(r"api_org_[A-Za-z0-9]{34}"), _random(30), bounded_after=True),
+        TokenRule("npm-token", _b(r"npm_[A-Za-z0-9]{36}"), _random(30), bounded_after=True),
+        TokenRule("sendgrid-api-key", _b(SendGridDetector.denylist[0]), bounded_after=True, before=b"SG."),
+        *(TokenRule("twilio-key", _b(p), _random(32), bounded_after=True) for p in TwilioKeyDetector.denylist),
+        *(TokenRule("pypi-token", _b(p)) for p in PypiTokenDetector.denylist),
+        TokenRule("llm-api-key", _b(r"(?:gsk_|xai-|pplx-)[A-Za-z0-9]{40,}"), _random(30)),
+        TokenRule("llm-api-key", _b(r"r8_[A-Za-z0-9]{30,}"), _random(30)),
+        TokenRule("jwt", _b(r"eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*"), _jwt,
+                  priority=PRIORITY_STRUCTURE + 5),
+    ]
+
+
+_MAILCHIMP = _b(MailchimpDetector.denylist[0])
+
+
+class TokenScanner:
+    """Every prefix-identified token, in one pass over the runs of token characters."""
+
+    @staticmethod
+    def wanted(view: View) -> bool:
+        return len(view.data) >= MIN_RUN
+
+    def __init__(self, rules: list[TokenRule]) -> None:
+        self.by_start: dict[bytes, list[TokenRule]] = {}
+        self.dotted: list[TokenRule] = []
+        for rule in rules:
+            if rule.before:
+                self.dotted.append(rule)
+                continue
+            for start in rule.starts():
+                self.by_start.setdefault(start, []).append(rule)
+
+    def find(self, view: View) -> Iterator[Candidate]:
+        data, text, by_start = view.data, view.text, self.by_start
+        for start, end in view.runs():
+            if start and data[start - 1] == 0x2E:  # '.': SG.<run>, ya29.<run>
+                dotted = self._dotted(view, start)
+                if dotted is not None:
+                    yield dotted
+                    continue
+            rules = by_start.get(data[start:start + 2])
+            if rules is None:
+                if end - start in (35, 36) and data[start + 32:start + 35] == b"-us" and \
+                        _MAILCHIMP.fullmatch(data, start, end):
+                    yield Candidate(start, end, "mailchimp-key", PRIORITY_PROVIDER)
+                continue
+            for rule in rules:
+                match = rule.pattern.match(data, start)
+                if match is None:
+                    continue
+                stop = match.end()
+                if rule.bounded_after and stop < len(data) and data[stop] in _ALNUM:
+                    continue
+                if rule.check is not None and not rule.check(text[start:stop]):
+                    continue
+                yield Candidate(start, stop, rule.kind, rule.priority)
+                break
+
+    def _dotted(self, view: View, start: int) -> Candidate | None:
+        for rule in self.dotted:
+            begin = start - len(rule.before)
+            if begin >= 0 and view.data.startswith(rule.before, begin):
+                match = rule.pattern.match(view.data, begin)
+                if match and (begin == 0 or view.data[begin - 1] not in _ALNUM):
+                    return Candidate(begin, match.end(), rule.kind, rule.priority)
+        return None
+
+
+# -- URLs -----------------------------------------------------------------------------------
+# detect-secrets' URL rule (``BasicAuthDetector``) leaves sub-delimiters (``!$&'()*+,;=``) out
+# of the password, so ``postgres://app:Pa55!word@db`` goes through: RFC 3986 allows them in
+# userinfo, and generated passwords use them. Only what cannot be inside userinfo ends it here.
+_URL_PASSWORD = _b(r"://[^\s:/?#\[\]@\"'`<>]+:([^\s/?#\[\]@\"'`<>]+)@")
+assert BasicAuthDetector.denylist[0].pattern.startswith("://")  # the same anchor as theirs
+_URL_TOKEN = _b(r"://([A-Za-z0-9_-]{20,})@")
+_SLACK_HOOK = _b(r"hooks\.slack\.com/(?:services|workflows|triggers)/([A-Za-z0-9_/-]{16,})")
+
+
+class UrlRule:
+    """Credentials in URLs (``scheme://user:password@``, ``https://<token>@``) and Slack webhooks."""
+
+    @staticmethod
+    def wanted(view: View) -> bool:
+        return b"://" in view.data
+
+    def find(self, view: View) -> Iterator[Candidate]:
+        data, text = view.data, view.text
+        position = data.find(b"://")
+        while position >= 0:
+            match = _URL_PASSWORD.match(data, position)
+            if match and _url_password(text[match.start(1):match.end(1)]):
+                yield Candidate(match.start(1), match.end(1), "url-password", PRIORITY_STRUCTURE)
+            else:
+                match = _URL_TOKEN.match(data, position)
+                if match and random_like(text[match.start(1):match.end(1)], min_length=20):
+                    yield Candidate(match.start(1), match.end(1), "url-password", PRIORITY_STRUCTURE)
+            hook = _SLACK_HOOK.match(data, position + 3)
+            if hook is None and data.startswith(b"www.", position + 3):
+                hook = _SLACK_HOOK.match(data, position + 7)
+            if hook:
+                yield Candidate(hook.start(1), hook.end(1), "slack-webhook", PRIORITY_PROVIDER)
+            position = data.find(b"://", position + 3)
+
+
+def _url_password(value: str) -> bool:
+    return len(value) >= 3 and not is_placeholder(value) and value.lower() not in ("pass", "pwd", "x-oauth-basic")
+
+
+# An AWS key id followed by its secret (CSV exports, credentials dumps); run only when an id was found.
+_AWS_PAIR = _b(r"(?:A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}[\s,;:|\"'=]{1,8}"
+               r"(?:[A-Za-z_]{1,40}[\s:=\"']{1,6})?([A-Za-z0-9/+]{40})(?![A-Za-z0-9/+=])")
+
+
+def aws_pairs(view: View) -> Iterator[Candidate]:
+    for match in _AWS_PAIR.finditer(view.data):
+        if random_like(view.text[match.start(1):match.end(1)], min_length=40):
+            yield Candidate(match.start(1), match.end(1), "aws-secret-key", PRIORITY_PROVIDER - 2)
+
+
+# -- private keys -------------------------------------------------------------------------
+_KEY_TYPES = sorted({p.pattern.removeprefix("BEGIN ") for p in PrivateKeyDetector.denylist
+                     if p.pattern.startswith("BEGIN ")}, key=len, reverse=True)
+_BEGIN = _b(r"-----BEGIN (" + "|".join(map(re.escape, _KEY_TYPES)) + r")-----")
+#: What a key body is made of when its END line is missing (cut-off output): base64, headers,
+#: real or JSON-escaped newlines. Over-redacting a trailing word is better than leaking.
+_BODY = _b(r"(?:[A-Za-z0-9+/=]|\s|\\[nr]|(?:Proc-Type|DEK-Info|Comment):[^\n\\]*)*")
+_PUTTY = _b(r"PuTTY-User-Key-File-\d")
+_PUTTY_END = _b(r"Private-MAC: *[0-9a-fA-F]+")
+_MAX_BLOCK = 64 * 1024
+
+
+class PrivateKeyRule:
+    """A whole ``-----BEGIN ... PRIVATE KEY-----`` block (or PuTTY key), not just its first line."""
+
+    kind = "private-key"
+
+    @staticmethod
+    def wanted(view: View) -> bool:
+        return b"-----BEGIN" in view.data or b"PuTTY-User-Key-File-" in view.data
+
+    def find(self, view: View) -> Iterator[Candidate]:
+        data = view.data
+        if b"-----BEGIN" in data:
+            for match in _BEGIN.finditer(data):
+                end_marker = b"-----END " + match.group(1) + b"-----"
+                end = data.find(end_marker, match.end(), match.end() + _MAX_BLOCK)
+                end = end + len(end_marker) if end >= 0 else _BODY.match(data, match.end()).end()  # type: ignore[union-attr]
+                yield Candidate(match.start(), end, self.kind, PRIORITY_BLOCK)
+        if b"PuTTY-User-Key-File-" in data:
+            for match in _PUTTY.finditer(data):
+                tail = _PUTTY_END.search(data, match.end(), match.end() + _MAX_BLOCK)
+                end = tail.end() if tail else _BODY.match(data, match.end()).end()  # type: ignore[union-attr]
+                yield Candidate(match.start(), end, self.kind, PRIORITY_BLOCK)
+
+
+# -- Authorization headers ----------------------------------------------------------------
+_AUTH_HEADER = _b(r"authorization\\?[\"']?[ \t]*[:=][ \t]*\\?[\"']?[ \t]*(?:(bearer|basic|token|digest)[ \t]+)?")
+_BEARER = _b(r"bearer[ \t]+")
+_CREDENTIAL = _b(r"[A-Za-z0-9._~+/=-]{8,}")
+
+
+class AuthorizationRule:
+    """``Authorization: Bearer <token>`` / ``Basic <base64>`` / ``token <t>``, and a bare ``Bearer <token>``."""
+
+    @staticmethod
+    def wanted(view: View) -> bool:
+        return b"bearer" in view.lower or b"authorization" in view.lower
+
+    def find(self, view: View) -> Iterator[Candidate]:
+        lower = view.lower
+        seen: set[int] = set()
+        if b"authorization" in lower:
+            for match in _AUTH_HEADER.finditer(lower):
+                scheme = match.group(1)
+                found = self._value(view, match.end(), strict=scheme is None)
+                if found:
+                    seen.add(found[0])
+                    kind = "basic-auth" if scheme == b"basic" else "bearer-token"
+                    yield Candidate(found[0], found[1], kind, PRIORITY_HEADER)
+        if b"bearer" in lower:
+            for match in _BEARER.finditer(lower):
+                if match.start() > 0 and lower[match.start() - 1] in _ALNUM:
+                    continue
+                found = self._value(view, match.end(), strict=True)
+                if found and found[0] not in seen:
+                    yield Candidate(found[0], found[1], "bearer-token", PRIORITY_HEADER)
+
+    @staticmethod
+    def _value(view: View, position: int, *, strict: bool) -> tuple[int, int] | None:
+        match = _CREDENTIAL.match(view.data, position)
+        if not match:
+            return None
+        value = view.text[match.start():match.end()]
+        if is_placeholder(value) or is_wordlike(value):
+            return None
+        if strict and not random_like(value, min_length=12):
+            return None
+        return match.span()

@@ -1,0 +1,110 @@
+"""Done-when of issue 4: secrets planted in real sessions never come out of skillmill.
+
+Fake secrets of every kind (tests/planted.py) go into every position of a real session --
+user prompt, command, heredoc, tool output, file written, assistant text, URLs -- which is
+then run through ``skillmill run`` exactly as a user would. Afterwards no planted value (nor
+a piece of one) may be found in any file under SKILLMILL_HOME read as bytes, in any table of
+``skillmill.duckdb`` or ``recall.duckdb``, in any skill file, in the command's output, or in
+the text a prompt would hold about the trajectory. Every kind must have been recorded.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import duckdb
+import pytest
+from click.testing import CliRunner
+
+from pipeline import settings
+from pipeline.cli import main
+from pipeline.index.db import CONFIG
+from pipeline.ingest import ingest_file
+from pipeline.plugins import registered_formats
+from pipeline.trajectory.transcript import transcript
+from tests.planted import KINDS, SOURCES, Planter, Secret
+
+pytestmark = pytest.mark.usefixtures("prefect_server")
+
+FORMATS = ("claude-code", "mini-swe-agent", "codex")
+
+
+def _plant(fmt: str, corpus: Path, inputs: Path) -> tuple[Planter, Path]:
+    if not any(f.name == fmt for f in registered_formats()):
+        pytest.skip(f"the {fmt} format is not registered yet")
+    planter = Planter(seed=FORMATS.index(fmt) + 1)
+    method, relative = SOURCES[fmt]
+    source = corpus / relative
+    inputs.mkdir()
+    planted = method(planter, source, inputs / source.name)
+    report = source.with_name(source.name.replace(".traj.json", ".report.json"))
+    if report != source and report.is_file():
+        shutil.copy(report, inputs / report.name)  # the SWE-bench label, so the session becomes a skill
+    return planter, planted
+
+
+def _leaks(secrets: list[Secret], text: str, where: str) -> list[str]:
+    return [f"{s.kind} planted in {s.position} found in {where}"
+            for s in secrets for fragment in s.fragments() if fragment in text]
+
+
+def _dump(database: Path) -> dict[str, str]:
+    """Every table of a DuckDB file, as text."""
+    con = duckdb.connect(str(database), read_only=True, config=CONFIG)
+    try:
+        tables = con.execute("SELECT table_schema, table_name FROM information_schema.tables "
+                             "WHERE table_type = 'BASE TABLE'").fetchall()
+        return {f"{database.name}:{schema}.{name}":
+                "\n".join(map(repr, con.execute(f'SELECT * FROM "{schema}"."{name}"').fetchall()))
+                for schema, name in tables}
+    finally:
+        con.close()
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_planted_secrets_are_nowhere_after_a_run(fmt: str, corpus: Path, tmp_path: Path) -> None:
+    planter, planted_file = _plant(fmt, corpus, tmp_path / "in")
+    secrets = planter.secrets()
+    assert {s.kind for s in secrets} == set(KINDS)
+    library = tmp_path / "skills"
+
+    runner = CliRunner()
+    result = runner.invoke(main, ["run", "--json", str(planted_file.parent), "--library", str(library)],
+                           catch_exceptions=False)
+    summary = json.loads(result.stdout.strip().splitlines()[-1])
+    assert result.exit_code == 0, result.output
+    ingest = runner.invoke(main, ["ingest", "--json", str(planted_file)], catch_exceptions=False)
+
+    leaks = _leaks(secrets, result.output + result.stderr, "`skillmill run` output")
+    leaks += _leaks(secrets, ingest.output + ingest.stderr, "`skillmill ingest` output")
+    home = settings.home()
+    files = [p for root in (home, library) for p in root.rglob("*") if p.is_file()]
+    assert any(p.name == "skillmill.duckdb" for p in files) and any(p.name == "recall.duckdb" for p in files)
+    for path in files:
+        leaks += _leaks(secrets, path.read_bytes().decode("utf-8", errors="replace"), str(path))
+    tables = {**_dump(settings.state_db_path()), **_dump(settings.recall_index_path())}
+    assert {"skillmill.duckdb:main.steps", "skillmill.duckdb:main.redactions", "recall.duckdb:main.skills"} <= set(tables)
+    for name, rows in tables.items():
+        leaks += _leaks(secrets, rows, f"table {name}")
+    _, trajectories = ingest_file(planted_file)
+    for trajectory in trajectories:
+        leaks += _leaks(secrets, transcript(trajectory), "the prompt transcript")
+        leaks += _leaks(secrets, trajectory.model_dump_json(), "the trajectory model")
+    assert not leaks, "\n".join(sorted(set(leaks)))
+
+    # Every planted kind was recognised as that kind, and recorded: in the DB and the run summary.
+    con = duckdb.connect(str(settings.state_db_path()), read_only=True, config=CONFIG)
+    recorded = {kind for (kind,) in con.execute("SELECT DISTINCT kind FROM redactions").fetchall()}
+    fields = {field for (field,) in con.execute("SELECT DISTINCT field FROM redactions").fetchall()}
+    con.close()
+    assert recorded >= set(KINDS), sorted(set(KINDS) - recorded)
+    assert {"text", "command"} <= fields
+    assert set(summary["redactions"]["kinds"]) >= set(KINDS)
+    assert summary["redactions"]["values"] >= len(secrets) // len(planter.planted)
+    # ... and the placeholders are where the values were: redacted text still flows into the outputs.
+    assert "[REDACTED:" in tables["skillmill.duckdb:main.steps"]
+    if summary["written"]:
+        assert any("[REDACTED:" in p.read_text() for p in library.rglob("SKILL.md"))
+    assert "Redacted:" in result.stdout
