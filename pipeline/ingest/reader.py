@@ -35,14 +35,19 @@ _TEXT_CHUNK = 256 * 1024
 _NUL = b"\x00"
 
 
-def _loads(raw: bytes, report: FileReport, line: int | None) -> Any:
+def _loads(raw: bytes, report: FileReport | None, line: int | None) -> Any:
+    """orjson.loads, but invalid UTF-8 inside otherwise good JSON keeps the record, with the bytes replaced.
+
+    The replacement is reported when there is a ``report``; detection (``Probe``) passes none, so
+    it sees the same document the parser will read, bad bytes or not.
+    """
     try:
         return orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
         if "utf-8" not in str(exc).lower():
             raise
-    # Invalid UTF-8 inside otherwise good JSON: keep the record, say what was replaced.
-    report.error("invalid UTF-8 bytes replaced with U+FFFD", line)
+    if report is not None:
+        report.error("invalid UTF-8 bytes replaced with U+FFFD", line)
     return orjson.loads(raw.decode("utf-8", errors="replace").encode())
 
 
@@ -88,10 +93,12 @@ def iter_jsonl(path: Path, report: FileReport, *, checkpoint: Checkpoint | None 
 
 
 def _drop_nuls(raw: bytes, report: FileReport, line: int | None) -> bytes:
-    """NUL bytes are never valid in JSON text (not even inside strings), so removing them loses nothing."""
-    kept = raw.replace(_NUL, b"").strip()
-    report.error(f"{len(raw) - len(kept)} NUL bytes dropped", line)
-    return kept
+    """NUL bytes are never valid in JSON text (not even inside strings), so removing them loses nothing.
+
+    The count is of NULs alone: whitespace stripped with them (a document's final newline) is not one.
+    """
+    report.error(f"{raw.count(_NUL)} NUL bytes dropped", line)
+    return raw.replace(_NUL, b"").strip()
 
 
 def iter_text_lines(path: Path, report: FileReport,
@@ -241,8 +248,10 @@ class Probe:
         if head.lstrip()[:1] == b"{" or head.lstrip()[:1] == b"[":
             probe.records = _first_records(head)
             if whole:
+                # A document is all there is to judge the file by, so invalid UTF-8 in one of its
+                # strings must not hide it: parse it the way load_json will, bytes replaced.
                 try:
-                    probe.document = orjson.loads(head)
+                    probe.document = _loads(head, None, None)
                 except orjson.JSONDecodeError:
                     probe.document = None
         return probe
@@ -257,5 +266,5 @@ def _first_records(head: bytes, limit: int = 8) -> list[Any]:
         try:
             records.append(orjson.loads(line))
         except orjson.JSONDecodeError:
-            continue
+            continue  # damaged (bad JSON or bad UTF-8): the sniff judges the file by its clean lines
     return records

@@ -78,12 +78,14 @@ class CodexRollout(TrajectoryFormat):
         if not records or not isinstance(records[0], dict):
             return False
         first = records[0]
-        if first.get("type") in _LINE_TYPES and isinstance(first.get("payload"), dict):
+        # "type" may hold any JSON value: a list or an object is not hashable, so test for a string
+        # before the set lookup (a sniff must answer for any input, never raise).
+        if _str_in(first.get("type"), _LINE_TYPES) and isinstance(first.get("payload"), dict):
             return True
         # Before RolloutLine: a session header, then bare response items.
         return ("type" not in first and isinstance(first.get("id"), str) and "timestamp" in first
                 and ("instructions" in first or "git" in first)
-                and all(isinstance(r, dict) and (r.get("type") in _RESPONSE_TYPES or "record_type" in r)
+                and all(isinstance(r, dict) and (_str_in(r.get("type"), _RESPONSE_TYPES) or "record_type" in r)
                         for r in records[1:]))
 
     def parse(self, path: Path, report: FileReport) -> Iterator[Trajectory]:
@@ -106,6 +108,10 @@ class CodexRollout(TrajectoryFormat):
         elif not report.errors:
             report.status = "skipped"
             report.error("Codex session without messages or tool calls (opened and left, or metadata only)")
+
+
+def _str_in(value: Any, names: set[str]) -> bool:
+    return isinstance(value, str) and value in names
 
 
 class _Rollout:

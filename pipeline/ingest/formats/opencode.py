@@ -11,6 +11,8 @@ and part files met on their own are reported skipped: they are read through thei
 A tool part holds the call and, once ``state.status`` is ``completed`` or ``error``, its result:
 ``bash`` keeps the exit code in ``state.metadata.exit``, ``edit`` a unified diff in
 ``state.metadata.diff``. Ids are time-ordered, so files sort by (created time, id).
+A session is read whole, so its files together are held to the size limit of one JSON
+document (``reader.MAX_JSON_BYTES``) and refused past it, like a single document would be.
 See §8 of ../shared/docs/trajectory-formats.md.
 """
 
@@ -23,6 +25,7 @@ from collections.abc import Iterator
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from pipeline.ingest import reader
 from pipeline.ingest.base import TrajectoryFormat
 from pipeline.ingest.formats._common import (
     BadShape,
@@ -48,6 +51,10 @@ _SKIPPED = {
     "project": "OpenCode project record (storage/project), not a session",
 }
 _PATCH_FILE = re.compile(r"^\*\*\* (?:Add|Update|Delete) File: (.+?)\s*$", re.M)
+
+
+class _TooLarge(Exception):
+    """The session's files add up to more than one JSON document may hold (``reader.MAX_JSON_BYTES``)."""
 
 
 def record_kind(value: Any) -> str | None:
@@ -123,8 +130,21 @@ class _Session:
         self.models: Counter[str] = Counter()
         self.prompts: list[str] = []
         self.root: str | None = None
+        # A session is one document split over many files and is held whole while it is read: the
+        # files together get the limit of a single JSON document, checked before each folder is read.
+        self.limit = reader.MAX_JSON_BYTES
+        self.size = path.stat().st_size
 
     def read(self) -> Trajectory | None:
+        try:
+            return self._read()
+        except _TooLarge:
+            self.report.error(f"session {self.info['id']}: its files hold at least {self.size} bytes, "
+                              f"larger than the {self.limit}-byte limit for JSON documents (an OpenCode session "
+                              "is one document split over files); not read")
+            return None
+
+    def _read(self) -> Trajectory | None:
         session_id = self.info["id"]
         folders = _folders(self.path, session_id)
         if folders is None:
@@ -159,6 +179,7 @@ class _Session:
         if len(entries) > limit:
             self.report.error(f"{folder} holds {len(entries)} files; only the first {limit} are read")
             entries = entries[:limit]
+        self._charge(entries)
         records = []
         for entry in entries:
             sub = FileReport(path=entry.path)
@@ -171,6 +192,16 @@ class _Session:
                 self.report.error(f"{entry.name}: not an OpenCode record with an id")
         order = {name: i for i, name in enumerate(listed or []) if isinstance(name, str)}
         return sorted(records, key=lambda r: (order.get(r["id"], len(order)), _created(r), r["id"]))
+
+    def _charge(self, entries: list[os.DirEntry[str]]) -> None:
+        """Count these files against the session's limit before any of them is read."""
+        for entry in entries:
+            try:
+                self.size += entry.stat(follow_symlinks=False).st_size
+            except OSError:
+                continue  # gone since the listing: load_json reports it
+            if self.size > self.limit:
+                raise _TooLarge
 
     def _messages(self, folder: Path) -> list[dict[str, Any]]:
         listed = self.info.get("messages") if isinstance(self.info.get("messages"), list) else None
