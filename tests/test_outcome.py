@@ -95,9 +95,20 @@ def test_an_exit_status_that_stopped_the_agent_is_a_failure(corpus: Path, tmp_pa
     assert exit_status_outcome("exit_cost").status == "failed"  # SWE-agent's cost limit
 
 
-def test_the_persons_last_reaction_decides_when_nothing_changed_after_it(corpus: Path) -> None:
-    _, [t] = ingest_file(corpus / CC / "claude-code-viewer/fe5e1c67-53e7-4862-81ae-d0e013e3270b.jsonl")
-    assert t.outcome.status == "resolved" and "Thanks!" in t.outcome.evidence
+def test_the_persons_last_reaction_decides_when_nothing_changed_after_it(corpus: Path, tmp_path: Path) -> None:
+    # The orchestrator session, up to the person's "Thanks! Please update CLAUDE.md ..." (after it,
+    # the agent writes CLAUDE.md: a change the reaction does not cover, so the whole file stays unknown).
+    source = corpus / CC / "claude-code-viewer/fe5e1c67-53e7-4862-81ae-d0e013e3270b.jsonl"
+    lines = source.read_bytes().splitlines(keepends=True)
+    cut = next(i for i, line in enumerate(lines) if b'"content":"Thanks! Please update CLAUDE.md' in line)
+    (tmp_path / "s.jsonl").write_bytes(b"".join(lines[: cut + 1]))
+    for path, expected in ((tmp_path / "s.jsonl", "resolved"), (source, "unknown")):
+        _, found = ingest_file(path)
+        [t] = [t for t in found if t.parent_session_id is None]  # the main session, not its subagents
+        assert t.outcome.status == expected, path
+    _, found = ingest_file(tmp_path / "s.jsonl")
+    [t] = [t for t in found if t.parent_session_id is None]
+    assert "Thanks!" in t.outcome.evidence
     assert t.steps[t.outcome.step].text.startswith("Thanks! Please update CLAUDE.md")
 
 

@@ -133,9 +133,16 @@ def ingest_file(path: Path, *, checkpoint: Checkpoint | None = None,
     except SkillmillError:
         raise  # configuration and usage errors stop the run; they are not one file's problem
     except Exception as exc:  # noqa: BLE001 -- one file's surprise must not end a run over thousands
+        if checkpoint is not None:  # a saved state this code cannot use: the caller reads the file whole
+            raise ResumeFailed(f"cannot resume {path}: {type(exc).__name__}: {exc}") from exc
         logger.exception("the %s parser failed on %s", fmt.name, path)
         report.error(f"{PARSER_FAILED} {fmt.name} parser: {type(exc).__name__}: {exc}"[:500])
     return report.finish(trajectories), trajectories
+
+
+class ResumeFailed(SkillmillError):
+    """An incremental read could not continue from its checkpoint (``pipeline.ingest.watermark``
+    then reads the file whole)."""
 
 
 #: Prefix of the error a parser's unexpected exception leaves in the report (a bug to fix).

@@ -219,10 +219,13 @@ class _Transcript:
 
     def trajectories(self) -> Iterator[Trajectory]:
         abandoned = self.abandoned()
+        main = self.sessions.get(_MAIN)
+        # Subagents often work in a subfolder (``todo-app/types``): the repository is the session's.
+        project = main.builder.fields.get("cwd") if main is not None else None
         for session in sorted(self.sessions.values(), key=lambda s: s.group != _MAIN):
             session.prune(abandoned)
             if session.builder.steps:
-                yield session.build()
+                yield session.build(project)
 
 
 class _Session:
@@ -403,7 +406,7 @@ class _Session:
         self.builder.steps = kept
         self.step_entries = [e for e in self.step_entries if e not in abandoned]
 
-    def build(self) -> Trajectory:
+    def build(self, project_cwd: str | None = None) -> Trajectory:
         b = self.builder
         for call_id, pending in self.pending_diffs.items():  # edits whose result never came
             diff = _edit_diff(*pending)
@@ -416,7 +419,7 @@ class _Session:
             # A subagent: its own trajectory, linked to the session that started it.
             b.fields["parent_session_id"] = b.fields.get("session_id")
             b.fields["session_id"] = self.group
-        cwd = b.fields.get("cwd")
+        cwd = project_cwd or b.fields.get("cwd")
         if cwd:
             b.set(repo=Path(cwd).name or None)
         return b.build()
