@@ -12,6 +12,7 @@ from pathlib import Path
 
 from pipeline.distill import Distilled, consolidate, distill
 from pipeline.distill import heuristic as distiller
+from pipeline.distill.risk import flag
 from pipeline.errors import SkillFileError
 from pipeline.index.state import StateDB
 from pipeline.ingest import FileReport, ingest_file, iter_files
@@ -56,9 +57,10 @@ def store_trajectories(state: StateDB, trajectories: list[Trajectory]) -> set[st
     return {t.id for t in trajectories} - known
 
 
-def pending(state: StateDB, trajectories: list[Trajectory]) -> list[Trajectory]:
+def pending(state: StateDB, trajectories: list[Trajectory], name: str = distiller.NAME,
+            version: str = distiller.VERSION) -> list[Trajectory]:
     """Trajectories this distiller (at this version) has not seen yet: unchanged input is never redone."""
-    done = state.distilled((t.id for t in trajectories), distiller.NAME, distiller.VERSION)
+    done = state.distilled((t.id for t in trajectories), name, version)
     unique = {t.id: t for t in trajectories if t.id not in done}
     return [unique[k] for k in sorted(unique)]
 
@@ -93,7 +95,7 @@ def write(state: StateDB, library: Library, results: list[Distilled], summary: R
     for result in sorted(results, key=lambda r: r.trajectory):
         names = []
         for draft in result.skills:
-            name, saved = save_skill(library, draft)
+            name, saved = save_skill(library, flag(draft))
             outcome.results[name] = saved
             names.append(name)
         if result.reason:
@@ -101,13 +103,18 @@ def write(state: StateDB, library: Library, results: list[Distilled], summary: R
         state.save_distillation(result.trajectory, distiller.NAME, distiller.VERSION, result.reason, names,
                                 result.facts)
         repos.update(f.repo for f in result.facts)
-    for repo in sorted(repos):
-        skill = consolidate(repo, state.facts(repo))
-        if skill is not None:
-            name, saved = save_skill(library, skill)
-            outcome.results[name] = saved
+    consolidate_repos(state, library, repos, outcome)
     outcome.count(summary)
     return outcome
+
+
+def consolidate_repos(state: StateDB, library: Library, repos: Iterable[str], outcome: WriteOutcome) -> None:
+    """Rebuild the "working in <repo>" skill of each repository that got new facts."""
+    for repo in sorted(set(repos)):
+        skill = consolidate(repo, state.facts(repo))
+        if skill is not None:
+            name, saved = save_skill(library, flag(skill))
+            outcome.results[name] = saved
 
 
 def index(state: StateDB, library: Library, summary: RunSummary) -> int:

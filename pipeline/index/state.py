@@ -17,6 +17,7 @@ import orjson
 from pipeline import settings
 from pipeline.distill.facts import RepoFact
 from pipeline.index.db import bulk_insert, connect, migrate
+from pipeline.index.llm import migrate_030_llm
 from pipeline.library.store import StoredSkill
 from pipeline.trajectory import Trajectory
 
@@ -57,7 +58,7 @@ def _m001_initial(con: duckdb.DuckDBPyConnection) -> None:
             summary JSON)""")
 
 
-MIGRATIONS = [("001_initial", _m001_initial)]
+MIGRATIONS = [("001_initial", _m001_initial), ("030_llm", migrate_030_llm)]
 
 
 class StateDB:

@@ -1,0 +1,44 @@
+"""The model path of the nightly flow: extract in parallel (Prefect tasks), then merge serially.
+
+Extraction requests fan out as Prefect tasks; the client they share caps how many talk to
+the model at once (``[llm] concurrency``), spends from one budget and stops everyone once
+the model is found down. Everything that touches the state database or the library stays
+in the flow's thread (``pipeline.distill.llm.run.ModelRun``).
+"""
+
+from __future__ import annotations
+
+from prefect import task, unmapped
+from prefect.cache_policies import NO_CACHE
+
+from pipeline import progress
+from pipeline.distill.llm.extract import ExtractJob, ask
+from pipeline.distill.llm.run import ModelRun
+from pipeline.distill.llm.schema import Extraction
+from pipeline.index.state import StateDB
+from pipeline.library import Library
+from pipeline.llm.client import LLMClient, LLMSettings
+from pipeline.summary import RunSummary
+from pipeline.trajectory import Trajectory
+
+
+@task(name="extract", cache_policy=NO_CACHE, persist_result=False)
+def extract_part(job: ExtractJob, client: LLMClient) -> Extraction:
+    return ask(client, job)
+
+
+def distill_with_model(state: StateDB, library: Library, todo: list[Trajectory], settings: LLMSettings,
+                       summary: RunSummary) -> None:
+    run = ModelRun(state, library, settings, summary)
+    to_send = run.plan(todo)
+    with progress.stage("extract", len(to_send)) as bar:
+        futures = extract_part.map(to_send, client=unmapped(run.client)) if to_send else []
+        for job, future in zip(to_send, futures, strict=True):
+            future.wait()
+            if future.state.is_completed():
+                run.answered(job, future.result())
+            else:
+                run.failed(job, future.state.result(raise_on_failure=False))
+            bar.advance()
+    outcome = run.consolidate()
+    run.finish(outcome)
