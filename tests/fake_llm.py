@@ -86,15 +86,14 @@ class FakeLLM:
                     data = json.dumps({"error": {"message": f"stand-in says {reply.status}",
                                                  "type": "server_error", "code": reply.status}}).encode()
                 else:
-                    prompt = sum(len(m.get("content") or "") for m in body.get("messages", []))
-                    completion = len(reply.content or "")
+                    prompt, completion = _tokens(body.get("messages", []), reply.content or "")
                     data = json.dumps({
                         "id": f"chatcmpl-{len(fake.requests)}", "object": "chat.completion", "created": 0,
                         "model": body.get("model", "stand-in"),
                         "choices": [{"index": 0, "finish_reason": "stop",
                                      "message": {"role": "assistant", "content": reply.content}}],
-                        "usage": {"prompt_tokens": prompt // 4 + 1, "completion_tokens": completion // 4 + 1,
-                                  "total_tokens": prompt // 4 + completion // 4 + 2},
+                        "usage": {"prompt_tokens": prompt, "completion_tokens": completion,
+                                  "total_tokens": prompt + completion},
                     }).encode()
                 self.send_response(reply.status)
                 self.send_header("Content-Type", "application/json")
@@ -128,6 +127,14 @@ class FakeLLM:
         self.server.server_close()
 
 
+def _tokens(messages: list[dict[str, Any]], content: str) -> tuple[int, int]:
+    """Token counts the way an OpenAI-style provider reports them (tiktoken, through litellm)."""
+    import litellm
+
+    return (int(litellm.token_counter(model="gpt-4o", messages=messages)),
+            int(litellm.token_counter(model="gpt-4o", text=content)) if content else 0)
+
+
 # -- a responder that answers like a careful model -------------------------------------------
 _BLOCK = re.compile(r"<<<TRANSCRIPT (\w+)\n(.*)\nTRANSCRIPT \1>>>", re.S)
 _CALL = re.compile(r"^\[(\d+)\] \$ (.+)\n  → exit (-?\d+)((?:\n    .*)*)", re.M)
@@ -146,8 +153,10 @@ def grounded_answer(body: dict[str, Any], decide: str = "duplicate") -> Reply:
         if decide == "new" or not names:
             return answer({"action": "new", "reason": "a different task"})
         if decide == "update":
-            return answer({"action": "update", "target": names[0], "add_pitfalls": [0],
-                           "reason": "same task, one more pitfall"})
+            draft = prompt.split("NEW DRAFT", 1)[1].split("EXISTING SKILLS", 1)[0]
+            field = next((f for f in ("pitfalls", "verification", "procedure") if f"\n{f}:" in draft), "procedure")
+            return answer({"action": "update", "target": names[0], f"add_{field}": [0],
+                           "reason": f"same task, one more item in {field}"})
         return answer({"action": "duplicate", "target": names[0], "reason": "already covered"})
     block = _BLOCK.search(prompt)
     transcript = block.group(2) if block else ""

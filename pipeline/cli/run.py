@@ -61,8 +61,34 @@ def _print(result: dict) -> None:
         echo(f"Nothing reusable in {len(result['nothing_reusable'])} trajectories:")
         for item in result["nothing_reusable"]:
             echo(f"  {item['trajectory']}  {item['reason']}")
+    _print_llm(result)
     for error in result["errors"]:
         where = f"{error['path']}:{error['line']}" if error.get("line") else (error.get("path") or "")
         click.secho(f"  ! {where}  {error['reason']}", err=True, fg="yellow")
     if s["proposed"] or s["updated"]:
         echo("New skills are candidates: review them before any agent sees them.")
+
+
+def _print_llm(result: dict) -> None:
+    """What the model path did: usage, grounding, risk flags, proposals, and why it stopped."""
+    info, usage = result.get("distillation") or {}, result.get("llm") or {}
+    if info.get("distiller") != "llm":
+        return
+    echo = click.echo
+    cached = f", {info['cached_requests']} answered from the cache" if info.get("cached_requests") else ""
+    echo(f"LLM: {usage['requests']} requests{cached}, {usage['input_tokens']:,} tokens in, "
+         f"{usage['output_tokens']:,} out, ${usage['cost_usd']:.4f} ({info['model']})")
+    grounding = info.get("grounding") or {}
+    if grounding.get("removed") or grounding.get("drafts_dropped"):
+        echo(f"The grounding check removed {grounding['removed']} items and dropped {grounding['drafts_dropped']} "
+             f"drafts that cite what the trajectories do not show ({grounding['checked']} citations checked).")
+    if info.get("proposed_changes"):
+        echo("Proposed changes to approved skills, waiting for review in _proposed/:")
+        for name in info["proposed_changes"]:
+            echo(f"  ~ {name}")
+    for name, flags in sorted((info.get("flagged") or {}).items()):
+        click.secho(f"  ! {name}: risky commands for review: {', '.join(flags)}", fg="yellow")
+    for note in info.get("notes") or []:
+        click.secho(f"  note: {note}", err=True)
+    if info.get("stopped"):
+        click.secho(f"Distillation stopped early: {info['stopped']}", fg="yellow", err=True)

@@ -8,6 +8,7 @@ budget is reached, later requests are refused before anything is sent.
 
 from __future__ import annotations
 
+import json
 import threading
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -140,7 +141,9 @@ class LLMClient:
         """The validated answer to ``request``; raises the errors of ``pipeline.llm.backend``."""
         if self.unavailable is not None:
             raise ModelUnavailable(self.unavailable.message, hint=self.unavailable.hint)
-        estimate = self.backend.count_tokens(self.model, request.messages)
+        # The response schema travels in the prompt too (instructor adds it): count it.
+        schema = json.dumps(request.response_model.model_json_schema(), indent=2)
+        estimate = self.backend.count_tokens(self.model, [*request.messages, {"role": "system", "content": schema}])
         price = self.backend.price(self.model, estimate, 0)
         self.budget.admit(estimate, price)
         try:
