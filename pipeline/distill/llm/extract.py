@@ -9,6 +9,7 @@ parts are asked separately and their drafts joined by name, so nothing is cut aw
 from __future__ import annotations
 
 import hashlib
+import json
 from dataclasses import dataclass, field
 
 from pipeline.distill.analysis import analyze
@@ -37,7 +38,13 @@ class ExtractJob:
 
     @property
     def prompt_bytes(self) -> int:
-        return sum(len(m["content"].encode("utf-8", "surrogatepass")) for m in self.messages)
+        """Bytes of prompt text sent: the messages plus the response schema instructor adds to them."""
+        text = sum(len(m["content"].encode("utf-8", "surrogatepass")) for m in self.messages)
+        return text + SCHEMA_BYTES
+
+
+#: The indented JSON schema of ``Extraction`` that instructor puts into the system message.
+SCHEMA_BYTES = len(json.dumps(Extraction.model_json_schema(), indent=2).encode())
 
 
 def jobs(trajectory: Trajectory, model: str, chunk_chars: int = CHUNK_CHARS) -> list[ExtractJob]:

@@ -6,19 +6,52 @@ short on purpose, since every byte is paid for on every request.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field, ValidationInfo, field_validator, model_validator
 
 
-class StepDraft(BaseModel):
+def _compact(node: Any) -> Any:
+    """A JSON schema without titles and defaults, ``anyOf [T, null]`` as ``type: [T, null]``.
+
+    instructor puts ``model_json_schema()`` (indented) into every prompt; this keeps the
+    meaning (types, required fields, descriptions) at about half the bytes.
+    """
+    if isinstance(node, list):
+        return [_compact(n) for n in node]
+    if not isinstance(node, dict):
+        return node
+    out: dict[str, Any] = {}
+    for key, value in node.items():
+        if key in ("title", "default"):
+            continue
+        if key == "properties":
+            out[key] = {name: _compact(schema) for name, schema in value.items()}
+        else:
+            out[key] = _compact(value)
+    options = out.get("anyOf")
+    if isinstance(options, list) and len(options) == 2 and {"type": "null"} in options:
+        other = next(o for o in options if o != {"type": "null"})
+        if set(other) == {"type"} and isinstance(other["type"], str):
+            out.pop("anyOf")
+            out["type"] = [other["type"], "null"]
+    return out
+
+
+class _Answer(BaseModel):
+    @classmethod
+    def model_json_schema(cls, *args: Any, **kwargs: Any) -> dict[str, Any]:
+        return _compact(super().model_json_schema(*args, **kwargs))
+
+
+class StepDraft(_Answer):
     text: str = Field(description="What to do, in general words")
     command: str | None = Field(None, description="The command exactly as the agent ran it ($ lines)")
     files: list[str] = Field(default_factory=list, description="Files involved, as written in the transcript")
     steps: list[int] = Field(default_factory=list, description="Transcript step numbers [N] it comes from")
 
 
-class PitfallDraft(BaseModel):
+class PitfallDraft(_Answer):
     symptom: str = Field(description="What went wrong, as the next agent would notice it")
     error: str | None = Field(None, description="The error message, copied verbatim from the transcript")
     cause: str | None = None
@@ -28,13 +61,13 @@ class PitfallDraft(BaseModel):
     steps: list[int] = Field(default_factory=list)
 
 
-class AttemptDraft(BaseModel):
+class AttemptDraft(_Answer):
     approach: str = Field(description="An approach that was tried and did not work")
     why: str = Field(description="Why it did not work")
     steps: list[int] = Field(default_factory=list)
 
 
-class SkillDraft(BaseModel):
+class SkillDraft(_Answer):
     name: str = Field(description="kebab-case, at most 6 words")
     kind: Literal["procedure", "pitfall"]
     title: str
@@ -52,7 +85,7 @@ class SkillDraft(BaseModel):
         return self
 
 
-class Extraction(BaseModel):
+class Extraction(_Answer):
     """Zero or more drafts, or why nothing in the transcript is reusable."""
 
     drafts: list[SkillDraft] = Field(default_factory=list)
@@ -65,7 +98,7 @@ class Extraction(BaseModel):
         return self
 
 
-class Decision(BaseModel):
+class Decision(_Answer):
     """Where a draft goes in the library."""
 
     action: Literal["new", "update", "duplicate"]
