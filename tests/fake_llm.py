@@ -11,6 +11,7 @@ end-to-end tests and of ``benchmarks/llm_distill.py``).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import threading
@@ -181,3 +182,26 @@ def grounded_answer(body: dict[str, Any], decide: str = "duplicate") -> Reply:
             "symptom": f"The command exits {code}", "error": error, "fix": "Look at the error and fix the cause.",
             "steps": [index]})
     return answer({"drafts": [draft]})
+
+
+def main() -> None:
+    """Serve the stand-in on a fixed port, to try the model path by hand: ``python -m tests.fake_llm``."""
+    import argparse
+    import functools
+
+    parser = argparse.ArgumentParser(description="A stand-in OpenAI-compatible model on 127.0.0.1 (offline).")
+    parser.add_argument("--port", type=int, default=8765)
+    parser.add_argument("--decide", choices=["new", "update", "duplicate"], default="duplicate",
+                        help="what it answers when asked where a draft goes")
+    args = parser.parse_args()
+    fake = FakeLLM(functools.partial(grounded_answer, decide=args.decide))
+    fake.server.server_close()
+    fake.server = ThreadingHTTPServer(("127.0.0.1", args.port), fake.server.RequestHandlerClass)
+    print(f"stand-in model at http://127.0.0.1:{args.port}/v1 (SKILLMILL_MODEL=openai/stand-in); Ctrl-C stops it",
+          flush=True)
+    with contextlib.suppress(KeyboardInterrupt):
+        fake.server.serve_forever()
+
+
+if __name__ == "__main__":
+    main()

@@ -288,6 +288,7 @@ def test_similar_drafts_update_the_candidate_incrementally(stand_in: FakeLLM, in
     assert skill.version == 3 and len(skill.sources) == 3
     assert len(skill.verification) >= 2  # items added, nothing rewritten
     assert summary["written"].count("run-django-test-suite") == 1
+    assert summary["skills"]["proposed"] >= 1 and summary["skills"]["updated"] == 0  # new in this run, so "proposed"
 
 
 def test_an_update_to_an_approved_skill_is_proposed_with_a_diff(stand_in: FakeLLM, inputs: Path,

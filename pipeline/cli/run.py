@@ -23,6 +23,13 @@ def command(paths: tuple[str, ...], library: str | None, as_json: bool, verbose:
     Runs the Prefect flow discover -> parse -> distill -> write -> index, on a temporary
     local Prefect server unless PREFECT_API_URL is set. Exit 0 when every input was
     processed, 1 when some failed (the rest is kept), 2 for usage errors.
+
+    \b
+    Distills with a model when SKILLMILL_MODEL is set (a litellm model string, e.g.
+    openai/gpt-4o-mini; SKILLMILL_API_BASE for a local OpenAI-compatible server; the key in
+    the provider's usual variable), within SKILLMILL_BUDGET_USD / SKILLMILL_BUDGET_TOKENS.
+    Without it, the zero-LLM distiller runs. Answers are cached: unchanged input is never
+    sent twice. A model that stays down ends the run with exit 1; the next run continues.
     """
     if not paths:
         raise UsageError("no trajectory paths given",

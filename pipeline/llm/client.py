@@ -36,6 +36,7 @@ class LLMSettings:
     budget_usd: float | None = None
     budget_tokens: int | None = None
     concurrency: int = 4
+    chunk_chars: int = 40_000
     policy: RetryPolicy = field(default_factory=RetryPolicy)
 
     @classmethod
@@ -45,7 +46,8 @@ class LLMSettings:
             return None
         policy = RetryPolicy(attempts=max(1, config.retries + 1), delay=config.retry_delay)
         return cls(model=config.model, api_base=config.api_base, budget_usd=config.budget_usd,
-                   budget_tokens=config.budget_tokens, concurrency=max(1, config.concurrency), policy=policy)
+                   budget_tokens=config.budget_tokens, concurrency=max(1, config.concurrency),
+                   chunk_chars=config.chunk_chars, policy=policy)
 
 
 @dataclass

@@ -89,25 +89,25 @@ class LiteLLMBackend(LLMBackend):
                     status = _status(exc)
                     on_call(CallRecord(purpose=request.purpose, trajectory=request.trajectory, model=model,
                                        status=status, latency_ms=_ms(started), error=_short(exc)))
+                    if _missing_key(exc):  # raised before anything was sent: retrying cannot help
+                        raise ModelUnavailable(f"no API key for {model}: {_short(exc)}", hint=_KEY_HINT) from exc
                     if attempt == policy.attempts:
                         raise ModelUnavailable(
                             f"the model {model} did not answer ({status}: {_short(exc)}) after {attempt} "
                             f"attempt{'s' if attempt > 1 else ''}",
-                            hint="check the server or provider status (and SKILLMILL_API_BASE); the work "
-                                 "left is picked up by the next run") from exc
+                            hint="check the server or the provider's status page, and SKILLMILL_API_BASE") from exc
                     policy.sleep(policy.backoff(attempt, _retry_after(exc)))
                     continue
                 except (litellm.AuthenticationError, litellm.PermissionDeniedError) as exc:
                     on_call(CallRecord(purpose=request.purpose, trajectory=request.trajectory, model=model,
                                        status=_status(exc), latency_ms=_ms(started), error=_short(exc)))
                     raise ModelUnavailable(f"the provider refused the request for {model}: {_short(exc)}",
-                                           hint="set the provider's API key in its usual environment "
-                                                "variable (e.g. OPENAI_API_KEY, ANTHROPIC_API_KEY)") from exc
+                                           hint=_KEY_HINT) from exc
                 except litellm.ContextWindowExceededError as exc:
                     on_call(CallRecord(purpose=request.purpose, trajectory=request.trajectory, model=model,
                                        status=_status(exc), latency_ms=_ms(started), error=_short(exc)))
                     raise LLMError(f"the prompt is longer than {model} accepts: {_short(exc)}",
-                                   hint="lower the chunk size (pipeline.distill.render.CHUNK_CHARS)") from exc
+                                   hint="lower chunk_chars in the [llm] section of skillmill.toml") from exc
                 except (litellm.NotFoundError, litellm.BadRequestError) as exc:
                     on_call(CallRecord(purpose=request.purpose, trajectory=request.trajectory, model=model,
                                        status=_status(exc), latency_ms=_ms(started), error=_short(exc)))
@@ -144,7 +144,18 @@ class LiteLLMBackend(LLMBackend):
             raise LLMError(f"calling {model} failed: {_short(cause or exc)}") from exc
 
 
+_KEY_HINT = ("set the provider's API key in its usual environment variable (OPENAI_API_KEY, ANTHROPIC_API_KEY, "
+             "GEMINI_API_KEY ...), or SKILLMILL_API_BASE for a local OpenAI-compatible server")
+
+
+def _missing_key(exc: BaseException) -> bool:
+    text = str(exc)
+    return "Missing credentials" in text or "api_key client option must be set" in text
+
+
 def _status(exc: BaseException) -> str:
+    if "Connection error" in str(exc) or isinstance(exc.__cause__, ConnectionError):
+        return "connection"  # litellm reports a refused connection as a 500
     code = getattr(exc, "status_code", None)
     if isinstance(code, int) and code >= 400:
         return f"http-{code}"

@@ -40,7 +40,7 @@ class _Work:
 
 class ModelRun:
     def __init__(self, state: StateDB, library: Library, settings: LLMSettings, summary: RunSummary,
-                 client: LLMClient | None = None, chunk_chars: int = CHUNK_CHARS) -> None:
+                 client: LLMClient | None = None, chunk_chars: int | None = None) -> None:
         self.state = state
         self.llm_state = LLMState(state)
         self.library = library
@@ -49,7 +49,7 @@ class ModelRun:
         self.client = client or LLMClient(settings)
         self.model = settings.model
         self.version = version(self.model)
-        self.chunk_chars = chunk_chars
+        self.chunk_chars = chunk_chars or settings.chunk_chars or CHUNK_CHARS
         self.work: dict[str, _Work] = {}
         self.cached_requests = 0
         self.stopped: LLMError | None = None
@@ -134,8 +134,10 @@ class ModelRun:
             if placement.result == "proposed":
                 if placement.name not in info.proposed_changes:
                     info.proposed_changes.append(placement.name)
-            elif placement.result != "unchanged" or placement.name not in outcome.results:
-                outcome.results[placement.name] = placement.result  # type: ignore[assignment]
+            else:  # a skill created earlier in this run and updated since is still a new skill
+                previous = outcome.results.get(placement.name)
+                if previous is None or (previous != "created" and placement.result != "unchanged"):
+                    outcome.results[placement.name] = placement.result  # type: ignore[assignment]
             stored = consolidator.pool.skills.get(placement.name)
             flags = (stored.extra_metadata.get("flags", "") if stored else "").split(",")
             flags = [f for f in flags if f]
@@ -190,7 +192,7 @@ class ModelRun:
             s.distillation.stopped = f"model unavailable: {unavailable.message}"
             s.errors.append(RunError(reason=f"{unavailable.message}; {len(left)} trajector"
                                             f"{'y was' if len(left) == 1 else 'ies were'} not distilled and will "
-                                            f"be picked up by the next run ({unavailable.hint})"))
+                                            f"be picked up by the next run (hint: {unavailable.hint})"))
         elif budget is not None and left:
             s.distillation.stopped = (f"{budget}; {len(left)} trajector{'y' if len(left) == 1 else 'ies'} left "
                                       "for the next run")
