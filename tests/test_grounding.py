@@ -149,3 +149,35 @@ def test_dangerous_commands_are_flagged(trajectory, command: str, expected: list
     flagged = flag(skill)
     assert flagged.extra_metadata.get("flags", "") == ",".join(expected)
     assert markdown.parse(markdown.render(flagged)).extra_metadata == flagged.extra_metadata
+
+
+# -- whatever a model answers: no crash, and only valid, round-tripping skill files --------------
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+_SITEMAPS_T = ingest_file(SITEMAPS)[1][0]
+_COMMANDS = [s.command for s in _SITEMAPS_T.tool_calls() if s.command]
+_words = st.text(min_size=0, max_size=60)
+_commands = st.one_of(st.none(), st.sampled_from(_COMMANDS), _words)
+_steps = st.lists(st.integers(min_value=-3, max_value=len(_SITEMAPS_T.steps) + 3), max_size=3)
+_step = st.builds(StepDraft, text=_words, command=_commands, files=st.lists(_words, max_size=2), steps=_steps)
+_pitfall = st.builds(PitfallDraft, symptom=_words, error=st.one_of(st.none(), _words), cause=st.none() | _words,
+                     fix=_words, command=_commands, steps=_steps)
+_draft = st.builds(SkillDraft, name=_words, kind=st.sampled_from(["procedure", "pitfall"]), title=_words,
+                   when_to_use=_words, procedure=st.lists(_step, max_size=3), pitfalls=st.lists(_pitfall, max_size=2),
+                   verification=st.lists(_step, min_size=1, max_size=2))
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_draft)
+def test_any_answer_gives_a_valid_skill_or_nothing(d: SkillDraft) -> None:
+    grounded, report = Grounder(_SITEMAPS_T).check(d)
+    if grounded is None:
+        assert report.dropped
+        return
+    skill = flag(to_skill(grounded, _SITEMAPS_T, "openai/x", removed=len(report.removed)))
+    assert markdown.parse(markdown.render(skill)) == skill
+    for item in [*skill.procedure, *skill.verification, *skill.pitfalls]:
+        assert item.evidence and all(0 <= s < len(_SITEMAPS_T.steps) for s in item.evidence[0].steps)
+        if item.command:
+            assert Source(_SITEMAPS_T).command(item.command) is not None

@@ -6,7 +6,7 @@ import re
 
 from pipeline.distill.abstraction import Abstractor
 from pipeline.distill.llm.grounding import Grounded
-from pipeline.distill.naming import clamp_name, skill_name, slug, task_title
+from pipeline.distill.naming import clamp_name, describe_task, skill_name, slug, task_title
 from pipeline.library.model import MAX_DESCRIPTION, Evidence, Item, Pitfall, Skill, SourceRef
 from pipeline.trajectory import Trajectory
 
@@ -23,21 +23,25 @@ def to_skill(grounded: Grounded, trajectory: Trajectory, model: str, removed: in
         return [Evidence(trajectory=t.id, steps=sorted(set(steps)))] if steps else []
 
     def text(value: str | None) -> str:
-        return abstract(" ".join((value or "").split()))
+        return abstract(" ".join(_printable(value or "").split()))
 
     def command(value: str | None) -> str | None:
-        return abstract(value.strip()) if value and value.strip() else None
+        value = _printable(value or "").strip()
+        return abstract(value) if value else None
 
-    procedure = [Item(text=_sentence(text(s.text), s.files, abstract), command=command(s.command), evidence=ev(e))
+    procedure = [Item(text=_sentence(text(s.text) or "Run the command below.", s.files, abstract),
+                      command=command(s.command), evidence=ev(e))
                  for s, e in zip(d.procedure, grounded.procedure, strict=True)]
-    verification = [Item(text=text(s.text), command=command(s.command), evidence=ev(e))
+    verification = [Item(text=text(s.text) or "Run the check below; it must pass.", command=command(s.command),
+                         evidence=ev(e))
                     for s, e in zip(d.verification, grounded.verification, strict=True)]
     pitfalls = []
     for p, e in zip(d.pitfalls, grounded.pitfalls, strict=True):
         symptom = text(p.symptom)
         if p.error and _norm(p.error) not in _norm(symptom):
             symptom = f"{symptom.rstrip('.:')}: `{text(p.error)}`"
-        pitfalls.append(Pitfall(symptom=symptom, cause=text(p.cause) or None, fix=text(p.fix),
+        pitfalls.append(Pitfall(symptom=symptom or "An error", cause=text(p.cause) or None,
+                                fix=text(p.fix) or "See the command below.",
                                 command=command(p.command), evidence=ev(e)))
     notes = ""
     if d.did_not_work:
@@ -54,7 +58,7 @@ def to_skill(grounded: Grounded, trajectory: Trajectory, model: str, removed: in
     return Skill(
         name=name,
         title=text(d.title) or task_title(t),
-        description=_description(text(d.when_to_use), t.repo),
+        description=_description(text(d.when_to_use) or describe_task(t), t.repo),
         kind=kind,
         confidence=max(0.05, min(confidence, 0.95)),
         outcome=t.outcome.status,
@@ -81,6 +85,15 @@ def _description(when: str, repo: str | None) -> str:
     if repo and repo not in text:
         text = f"{text.rstrip('.')} (in {repo})."
     return text if len(text) <= MAX_DESCRIPTION else text[: MAX_DESCRIPTION - 3] + "..."
+
+
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff\ufffe\uffff]")
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+
+
+def _printable(text: str) -> str:
+    """Without terminal escapes and control characters: YAML frontmatter cannot hold them."""
+    return _CONTROL.sub("", _ANSI.sub("", text))
 
 
 def _norm(text: str) -> str:

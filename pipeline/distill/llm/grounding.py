@@ -248,6 +248,8 @@ class Grounder:
         for number, item in enumerate(items, 1):
             evidence = set(self.source.valid_steps(item.steps))
             problem = self._text(item.text, report)
+            if not item.text.strip() and not (item.command or "").strip():
+                problem = "is empty"
             if problem is None and item.command:
                 report.checked += 1
                 steps = self.source.command(item.command)
