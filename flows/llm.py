@@ -11,7 +11,8 @@ from __future__ import annotations
 from prefect import task, unmapped
 from prefect.cache_policies import NO_CACHE
 
-from pipeline import progress
+from pipeline import progress, stages
+from pipeline.distill.llm import NAME, version
 from pipeline.distill.llm.extract import ExtractJob, ask
 from pipeline.distill.llm.run import ModelRun
 from pipeline.distill.llm.schema import Extraction
@@ -27,8 +28,15 @@ def extract_part(job: ExtractJob, client: LLMClient) -> Extraction:
     return ask(client, job)
 
 
-def distill_with_model(state: StateDB, library: Library, todo: list[Trajectory], settings: LLMSettings,
-                       summary: RunSummary) -> None:
+def distill_with_model(state: StateDB, library: Library, trajectories: list[Trajectory], settings: LLMSettings,
+                       summary: RunSummary) -> set[str]:
+    """Distill what this model (at this prompt version) has not distilled yet; return the ids left undone.
+
+    Undone trajectories (model down, budget reached, an answer that never validated) are
+    stored but not recorded as distilled, so the next run takes them up again: a caller that
+    skips unchanged files must read their files again (e.g. keep their watermarks back).
+    """
+    todo = stages.pending(state, trajectories, NAME, version(settings.model))
     run = ModelRun(state, library, settings, summary)
     to_send = run.plan(todo)
     with progress.stage("extract", len(to_send)) as bar:
@@ -42,3 +50,4 @@ def distill_with_model(state: StateDB, library: Library, todo: list[Trajectory],
             bar.advance()
     outcome = run.consolidate()
     run.finish(outcome)
+    return run.undone()

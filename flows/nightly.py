@@ -56,29 +56,26 @@ def nightly(paths: list[str], library: str | None = None) -> dict:
 
     with StateDB() as state:
         summary.trajectories.new = len(stages.store_trajectories(state, trajectories))
-        llm = LLMSettings.from_config(config.load().llm)
-        if llm is not None:  # SKILLMILL_MODEL is set: extract with the model, then merge (flows/llm.py)
+        todo = stages.pending(state, trajectories)
+        model = LLMSettings.from_config(config.load().llm)
+        if model is not None:  # SKILLMILL_MODEL is set: the model distills, the loop below gets nothing
             from flows.llm import distill_with_model
-            from pipeline.distill import llm as llm_distiller
 
-            todo = stages.pending(state, trajectories, llm_distiller.NAME, llm_distiller.version(llm.model))
-            distill_with_model(state, lib, todo, llm, summary)
-        else:
-            todo = stages.pending(state, trajectories)
-            results: list[Distilled] = []
-            with progress.stage("distill", len(todo)) as bar:
-                for trajectory, future in zip(todo, distill_trajectory.map(todo), strict=True):
-                    future.wait()
-                    if future.state.is_completed():
-                        results.append(future.result())
-                    else:
-                        summary.trajectories.failed += 1
-                        summary.errors.append(RunError(
-                            path=trajectory.source_path,
-                            reason=f"distilling {trajectory.id} failed: {future.state.message}"))
-                    bar.advance()
-            with progress.stage("write", None):
-                stages.write(state, lib, results, summary)
+            distill_with_model(state, lib, trajectories, model, summary)
+            todo = []
+        results: list[Distilled] = []
+        with progress.stage("distill", len(todo)) as bar:
+            for trajectory, future in zip(todo, distill_trajectory.map(todo), strict=True):
+                future.wait()
+                if future.state.is_completed():
+                    results.append(future.result())
+                else:
+                    summary.trajectories.failed += 1
+                    summary.errors.append(RunError(path=trajectory.source_path,
+                                                   reason=f"distilling {trajectory.id} failed: {future.state.message}"))
+                bar.advance()
+        with progress.stage("write", None):
+            stages.write(state, lib, results, summary)
         with progress.stage("index", None):
             stages.index(state, lib, summary)
         summary.duration_s = round(time.monotonic() - clock, 2)

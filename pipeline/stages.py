@@ -109,8 +109,16 @@ def write(state: StateDB, library: Library, results: list[Distilled], summary: R
 
 
 def consolidate_repos(state: StateDB, library: Library, repos: Iterable[str], outcome: WriteOutcome) -> None:
-    """Rebuild the "working in <repo>" skill of each repository that got new facts."""
-    for repo in sorted(set(repos)):
+    """Rebuild the "working in <repo>" skill of each repository that got new facts (both distillers).
+
+    One repository seen by several agents (``codemie-code`` from Claude Code's cwd,
+    ``codemie-ai/codemie-code`` from Codex's git remote) gets one skill, labelled with the most
+    specific name.
+    """
+    by_name: dict[str, str] = {}
+    for repo in sorted(set(repos), key=lambda r: (-r.count("/"), r)):
+        by_name.setdefault(repo.rsplit("/", 1)[-1].lower(), repo)
+    for repo in sorted(by_name.values()):
         skill = consolidate(repo, state.facts(repo))
         if skill is not None:
             name, saved = save_skill(library, flag(skill))

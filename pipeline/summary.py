@@ -23,25 +23,6 @@ class SkillCounts(BaseModel):
     unchanged: int = 0
 
 
-class FileCounts(BaseModel):
-    seen: int = 0
-    ok: int = 0
-    partial: int = 0
-    failed: int = 0
-    skipped: int = 0
-
-
-class RunError(BaseModel):
-    path: str | None = None
-    line: int | None = None
-    reason: str
-
-
-class NothingReusable(BaseModel):
-    trajectory: str
-    reason: str
-
-
 class LLMUsage(BaseModel):
     """Model calls of the run (all zero with the zero-LLM distiller). Contract: these four keys."""
 
@@ -73,6 +54,25 @@ class Distillation(BaseModel):
     notes: list[str] = Field(default_factory=list)
 
 
+class FileCounts(BaseModel):
+    seen: int = 0
+    ok: int = 0
+    partial: int = 0
+    failed: int = 0
+    skipped: int = 0
+
+
+class RunError(BaseModel):
+    path: str | None = None
+    line: int | None = None
+    reason: str
+
+
+class NothingReusable(BaseModel):
+    trajectory: str
+    reason: str
+
+
 class RunSummary(BaseModel):
     run_id: str = ""
     trajectories: TrajectoryCounts = Field(default_factory=TrajectoryCounts)
@@ -83,9 +83,9 @@ class RunSummary(BaseModel):
     unchanged: list[str] = Field(default_factory=list, description="Skills this run produced again, identical.")
     library: str = ""
     errors: list[RunError] = Field(default_factory=list)
+    duration_s: float = 0.0
     llm: LLMUsage = Field(default_factory=LLMUsage)
     distillation: Distillation = Field(default_factory=Distillation)
-    duration_s: float = 0.0
 
     def add_file(self, report: FileReport) -> None:
         self.files.seen += 1

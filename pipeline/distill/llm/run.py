@@ -157,6 +157,10 @@ class ModelRun:
         grounding.drafts_dropped += len(assembled.dropped)
         self.summary.distillation.drafts += assembled.drafts
 
+    def undone(self) -> set[str]:
+        """Trajectories this run did not record as distilled (the next run takes them up)."""
+        return {tid for tid, work in self.work.items() if work.jobs}
+
     # -- the end ------------------------------------------------------------------------
     def finish(self, outcome: WriteOutcome) -> None:
         """Usage into ``llm_calls`` and the summary; undone work and why into the summary."""
