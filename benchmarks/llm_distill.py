@@ -6,9 +6,10 @@ the machine)::
     PYTHONPATH=$PWD python benchmarks/llm_distill.py [CORPUS] [--serve]
 
 Part 1 renders every trajectory file skillmill reads under CORPUS (default: the shared
-corpus) and prints, per format, raw bytes, what the prompts hold, and as a baseline measured
-in the same run the trajectory's steps as parsed (all step texts, commands and diffs: what
-sending the session without compaction would cost). It also counts exit codes and error
+corpus) and prints, per format, raw bytes, the compact transcript, the whole prompts (system
+prompt and response schema included, ~6 KB per request), and as a baseline measured in the
+same run the trajectory's steps as parsed (all step texts, commands and diffs: what sending
+the session without compaction would cost). It also counts exit codes and error
 lines that the rendering lost (the goal is 0).
 
 Part 2 (``--serve``) runs the real nightly flow over CORPUS with
@@ -95,7 +96,7 @@ def compaction(corpus: Path) -> None:
 
     print(f"Compaction on {corpus} ({elapsed:.1f} s)")
     print(f"{'format':<16}{'files':>6}{'trajs':>6}{'raw MB':>9}{'parsed MB':>11}{'prompt MB':>11}"
-          f"{'prompt/raw':>12}{'prompt/parsed':>15}")
+          f"{'transcript/raw':>16}{'prompt/raw':>12}{'prompt/parsed':>15}")
     total = [0] * 6
     for fmt, row in sorted(rows.items()):
         total = [a + b for a, b in zip(total, row, strict=True)]
@@ -109,10 +110,10 @@ def compaction(corpus: Path) -> None:
 
 
 def _line(name: str, row: list[int]) -> None:
-    files, trajs, raw, parsed, _, prompt = row
+    files, trajs, raw, parsed, body, prompt = row
     mb = 1024 * 1024
     print(f"{name:<16}{files:>6}{trajs:>6}{raw / mb:>9.2f}{parsed / mb:>11.2f}{prompt / mb:>11.2f}"
-          f"{prompt / raw:>12.3f}{prompt / max(parsed, 1):>15.3f}")
+          f"{body / raw:>16.3f}{prompt / raw:>12.3f}{prompt / max(parsed, 1):>15.3f}")
 
 
 def serve(corpus: Path) -> None:

@@ -18,14 +18,23 @@ from pipeline.distill.llm.run import ModelRun
 from pipeline.distill.llm.schema import Extraction
 from pipeline.index.state import StateDB
 from pipeline.library import Library
+from pipeline.llm.backend import LLMError
 from pipeline.llm.client import LLMClient, LLMSettings
 from pipeline.summary import RunSummary
 from pipeline.trajectory import Trajectory
 
 
 @task(name="extract", cache_policy=NO_CACHE, persist_result=False)
-def extract_part(job: ExtractJob, client: LLMClient) -> Extraction:
-    return ask(client, job)
+def extract_part(job: ExtractJob, client: LLMClient) -> Extraction | LLMError:
+    """The model's answer for one part; an expected failure (model down, budget) comes back as a value.
+
+    Returned, not raised: the run reports it in one clear line, so Prefect need not log a
+    traceback per task for a condition that is not a bug. Anything else still raises.
+    """
+    try:
+        return ask(client, job)
+    except LLMError as exc:
+        return exc
 
 
 def distill_with_model(state: StateDB, library: Library, trajectories: list[Trajectory], settings: LLMSettings,
@@ -43,10 +52,12 @@ def distill_with_model(state: StateDB, library: Library, trajectories: list[Traj
         futures = extract_part.map(to_send, client=unmapped(run.client)) if to_send else []
         for job, future in zip(to_send, futures, strict=True):
             future.wait()
-            if future.state.is_completed():
-                run.answered(job, future.result())
-            else:
+            if not future.state.is_completed():
                 run.failed(job, future.state.result(raise_on_failure=False))
+            elif isinstance(result := future.result(), LLMError):
+                run.failed(job, result)
+            else:
+                run.answered(job, result)
             bar.advance()
     outcome = run.consolidate()
     run.finish(outcome)

@@ -99,6 +99,7 @@ def test_a_long_session_is_asked_in_parts_and_its_drafts_joined(scripted: Script
         for job in to_send:  # what the flow's Prefect tasks do, one after the other
             run.answered(job, ask(run.client, job))
         run.finish(run.consolidate())
+        assert run.undone() == set()
         assert state.con.execute("SELECT count(*) FROM llm_cache").fetchone()[0] == len(to_send)
 
     answering = sum(1 for j in to_send if "  → exit 0" in j.messages[1]["content"])

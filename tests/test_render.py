@@ -71,19 +71,31 @@ def _abstracted(t: Trajectory, text: str) -> str:
 
 
 def test_prompts_are_at_most_a_fifth_of_the_raw_trajectories(corpus: Path) -> None:
+    """On the whole corpus, what is sent (system prompt and response schema included) is <= 1/5.
+
+    Per format, the transcript itself is <= 1/5 too; the whole prompt only where the format has
+    enough data (>= 1 MB) for the fixed ~6 KB per request to be amortised. Formats with under
+    10 KB of files are too small to measure (a synthetic OpenCode tree, whose session file is
+    220 bytes and whose trajectory is assembled from other files).
+    """
     raw = sent = 0
     per_format: dict[str, list[int]] = {}
     for path, trajectories in _corpus(corpus):
         size = path.stat().st_size
         prompt = sum(job.prompt_bytes for t in trajectories for job in jobs(t, "openai/any"))
+        transcript = sum(len(render(t).text().encode()) for t in trajectories)
         raw += size
         sent += prompt
-        counts = per_format.setdefault(trajectories[0].source_format, [0, 0])
+        counts = per_format.setdefault(trajectories[0].source_format, [0, 0, 0])
         counts[0] += size
         counts[1] += prompt
+        counts[2] += transcript
     assert sent * 5 <= raw, f"{sent} prompt bytes for {raw} raw bytes"
-    for fmt, (size, prompt) in per_format.items():
-        assert prompt * 5 <= size, (fmt, prompt, size)
+    for fmt, (size, prompt, transcript) in per_format.items():
+        if size >= 10_000:
+            assert transcript * 5 <= size, (fmt, transcript, size)
+        if size >= 1_000_000:
+            assert prompt * 5 <= size, (fmt, prompt, size)
 
 
 def test_long_trajectories_are_chunked_never_cut(corpus: Path) -> None:
@@ -123,9 +135,10 @@ def test_dumps_are_elided_and_repeated_outputs_referenced(corpus: Path) -> None:
             rendering = render(t)
             seen: dict[str, int] = {}
             for step in t.steps:
-                if step.kind is not StepKind.TOOL_RESULT or len(step.text) <= 80:
+                text = _abstracted(t, step.text).strip("\n")
+                if step.kind is not StepKind.TOOL_RESULT or len(text) <= 80:
                     continue
-                key = _norm(step.text)
+                key = _norm(text)
                 if key in seen and step.call_index is not None:
                     block = rendering.block_of(step.index)
                     assert block is not None and f"same output as [{seen[key]}]" in block.text
