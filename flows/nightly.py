@@ -22,6 +22,7 @@ from pipeline.index.state import StateDB
 from pipeline.ingest.sources import Ignore
 from pipeline.ingest.watermark import Reading, Watermark
 from pipeline.library import Library
+from pipeline.llm.client import LLMSettings
 from pipeline.summary import Deferred, RunError, RunSummary
 from pipeline.trajectory import Trajectory
 
@@ -79,6 +80,12 @@ def nightly(paths: list[str], library: str | None = None, defer_minutes: float |
         summary.increments.superseded = stages.supersede(state, readings)
         todo = stages.pending(state, trajectories)
         failed: set[str] = set()
+        model = LLMSettings.from_config(cfg.llm)
+        if model is not None:  # SKILLMILL_MODEL is set: the model distills, the loop below gets nothing
+            from flows.llm import distill_with_model
+
+            failed |= distill_with_model(state, lib, trajectories, model, summary)  # undone: re-read next run
+            todo = []
         results: list[Distilled] = []
         with progress.stage("distill", len(todo)) as bar:
             for trajectory, future in zip(todo, distill_trajectory.map(todo), strict=True):

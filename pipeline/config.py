@@ -73,6 +73,10 @@ class LLMConfig(_Section):
     budget_usd: float | None = None
     budget_tokens: int | None = None
     concurrency: int = 4
+    retries: int = Field(3, ge=0, description="Retries of a request after HTTP 429/5xx or a timeout.")
+    retry_delay: float = Field(1.0, ge=0, description="First backoff in seconds; doubles on each retry.")
+    chunk_chars: int = Field(40_000, ge=2_000, description="Transcript characters per request (~4 per token); "
+                                                           "longer sessions are sent in several parts.")
 
 
 class Config(_Section):

@@ -1,8 +1,8 @@
-"""The plugin surface: trajectory formats (and, later, LLM backends) register here.
+"""The plugin surface: trajectory formats and LLM backends register here.
 
-Built-in formats register through the same hook as third-party ones. A third-party package
-exposes a module with ``@hookimpl def register_formats(register)`` under the entry point
-group ``skillmill``.
+Built-ins register through the same hooks as third-party ones. A third-party package
+exposes a module with ``@hookimpl def register_formats(register)`` (or
+``register_llm_backends``) under the entry point group ``skillmill``.
 """
 
 from __future__ import annotations
@@ -16,17 +16,22 @@ import pluggy
 
 if TYPE_CHECKING:
     from pipeline.ingest.base import TrajectoryFormat
+    from pipeline.llm.backend import LLMBackend
 
 hookspec = pluggy.HookspecMarker("skillmill")
 hookimpl = pluggy.HookimplMarker("skillmill")
 
-BUILTIN_PLUGINS = ("pipeline.ingest.formats",)
+BUILTIN_PLUGINS = ("pipeline.ingest.formats", "pipeline.llm.backends")
 
 
 class Hooks:
     @hookspec
     def register_formats(self, register: Callable[[TrajectoryFormat], None]) -> None:
         """Call ``register(fmt)`` for each TrajectoryFormat the plugin provides."""
+
+    @hookspec
+    def register_llm_backends(self, register: Callable[[LLMBackend], None]) -> None:
+        """Call ``register(backend)`` for each LLMBackend the plugin provides (imports stay lazy)."""
 
 
 @cache
@@ -45,3 +50,11 @@ def registered_formats() -> tuple[TrajectoryFormat, ...]:
     found: list[Any] = []
     plugin_manager().hook.register_formats(register=found.append)
     return tuple(sorted(found, key=lambda f: (-f.priority, f.name)))
+
+
+@cache
+def registered_llm_backends() -> tuple[LLMBackend, ...]:
+    """Every registered LLM backend, highest priority first."""
+    found: list[Any] = []
+    plugin_manager().hook.register_llm_backends(register=found.append)
+    return tuple(sorted(found, key=lambda b: (-b.priority, b.name)))

@@ -15,6 +15,7 @@ from pipeline import config
 from pipeline.config import Config
 from pipeline.distill import Distilled, consolidate, distill
 from pipeline.distill import heuristic as distiller
+from pipeline.distill.risk import flag
 from pipeline.errors import SkillFileError
 from pipeline.index.state import StateDB
 from pipeline.ingest import FileReport, ingest_file, iter_files, sources, watermark
@@ -47,7 +48,12 @@ def reader_key(cfg: Config | None = None) -> str:
     reach it; a changed ``ignore_paths`` must re-read the sessions it dropped or now drops.
     Add whatever else decides what a run does with a trajectory.
     """
-    ignored = ",".join(sorted((cfg or config.load()).sources.ignore_paths))
+    cfg = cfg or config.load()
+    ignored = ",".join(sorted(cfg.sources.ignore_paths))
+    if cfg.llm.model:  # the model distiller (and its prompt version) decides what a run does
+        from pipeline.distill.llm import NAME, version
+
+        return watermark.reader_key(f"{NAME}/{version(cfg.llm.model)}|{ignored}")
     return watermark.reader_key(f"{distiller.NAME}/{distiller.VERSION}|{ignored}")
 
 
@@ -164,10 +170,11 @@ def store_trajectories(state: StateDB, trajectories: list[Trajectory]) -> set[st
     return {t.id for t in trajectories} - known
 
 
-def pending(state: StateDB, trajectories: list[Trajectory]) -> list[Trajectory]:
+def pending(state: StateDB, trajectories: list[Trajectory], name: str = distiller.NAME,
+            version: str = distiller.VERSION) -> list[Trajectory]:
     """Trajectories this distiller (at this version) has not seen yet: unchanged input is never redone,
     nor an old version of a session that has grown since (a stale copy elsewhere, say)."""
-    done = state.distilled((t.id for t in trajectories), distiller.NAME, distiller.VERSION)
+    done = state.distilled((t.id for t in trajectories), name, version)
     done |= state.superseded(t.id for t in trajectories)
     unique = {t.id: t for t in trajectories if t.id not in done}
     return [unique[k] for k in sorted(unique)]
@@ -226,7 +233,7 @@ def write(state: StateDB, library: Library, results: list[Distilled], summary: R
     for result in sorted(results, key=lambda r: r.trajectory):
         names = []
         for draft in result.skills:
-            name, saved = save_skill(library, draft, lineage, outcome.reopened)
+            name, saved = save_skill(library, flag(draft), lineage, outcome.reopened)
             outcome.results[name] = saved
             names.append(name)
         if result.reason:
@@ -234,19 +241,26 @@ def write(state: StateDB, library: Library, results: list[Distilled], summary: R
         state.save_distillation(result.trajectory, distiller.NAME, distiller.VERSION, result.reason, names,
                                 result.facts)
         repos.update(f.repo for f in result.facts)
-    # One repository seen by several agents (``codemie-code`` from Claude Code's cwd,
-    # ``codemie-ai/codemie-code`` from Codex's git remote) gets one "working in" skill,
-    # labelled with the most specific name.
+    consolidate_repos(state, library, repos, outcome)
+    outcome.count(summary)
+    return outcome
+
+
+def consolidate_repos(state: StateDB, library: Library, repos: Iterable[str], outcome: WriteOutcome) -> None:
+    """Rebuild the "working in <repo>" skill of each repository that got new facts (both distillers).
+
+    One repository seen by several agents (``codemie-code`` from Claude Code's cwd,
+    ``codemie-ai/codemie-code`` from Codex's git remote) gets one skill, labelled with the most
+    specific name.
+    """
     by_name: dict[str, str] = {}
-    for repo in sorted(repos, key=lambda r: (-r.count("/"), r)):
+    for repo in sorted(set(repos), key=lambda r: (-r.count("/"), r)):
         by_name.setdefault(repo.rsplit("/", 1)[-1].lower(), repo)
     for repo in sorted(by_name.values()):
         skill = consolidate(repo, state.facts(repo))
         if skill is not None:
-            name, saved = save_skill(library, skill, reopened=outcome.reopened)
+            name, saved = save_skill(library, flag(skill), reopened=outcome.reopened)
             outcome.results[name] = saved
-    outcome.count(summary)
-    return outcome
 
 
 def index(state: StateDB, library: Library, summary: RunSummary) -> int:

@@ -31,6 +31,37 @@ class SkillCounts(BaseModel):
     unchanged: int = 0
 
 
+class LLMUsage(BaseModel):
+    """Model calls of the run (all zero with the zero-LLM distiller). Contract: these four keys."""
+
+    requests: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: float = 0.0
+
+
+class GroundingCounts(BaseModel):
+    checked: int = Field(0, description="Commands, paths and error messages looked up in the trajectories.")
+    removed: int = Field(0, description="Draft items removed because what they cite is not in the trajectory.")
+    drafts_dropped: int = Field(0, description="Drafts dropped because they depended on removed items.")
+
+
+class Distillation(BaseModel):
+    """How this run distilled: which distiller, what the model path did and where it stopped."""
+
+    distiller: str = "heuristic"
+    model: str | None = None
+    cached_requests: int = Field(0, description="Model answers taken from the cache instead of being paid again.")
+    drafts: int = 0
+    grounding: GroundingCounts = Field(default_factory=GroundingCounts)
+    flagged: dict[str, list[str]] = Field(default_factory=dict, description="skill -> risk flags for review.")
+    proposed_changes: list[str] = Field(default_factory=list,
+                                        description="Approved skills with a change waiting in _proposed/.")
+    stopped: str | None = Field(None, description="Why distillation stopped early (budget, model down).")
+    left_for_next_run: int = Field(0, description="Trajectories not distilled; the next run picks them up.")
+    notes: list[str] = Field(default_factory=list)
+
+
 class FileCounts(BaseModel):
     seen: int = 0
     ok: int = 0
@@ -105,6 +136,8 @@ class RunSummary(BaseModel):
     increments: Increments = Field(default_factory=Increments)
     redactions: RedactionCounts = Field(default_factory=RedactionCounts)
     duration_s: float = 0.0
+    llm: LLMUsage = Field(default_factory=LLMUsage)
+    distillation: Distillation = Field(default_factory=Distillation)
 
     def add_file(self, report: FileReport) -> None:
         self.files.seen += 1

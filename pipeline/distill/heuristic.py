@@ -50,7 +50,12 @@ def distill(trajectory: Trajectory) -> Distilled:
     return out
 
 
-def _nothing_reusable(analysis: Analysis) -> str | None:
+def trivial_reason(analysis: Analysis) -> str | None:
+    """Why a session is too slight to learn from at all, by the cheapest checks.
+
+    The model distiller asks these before paying for a request: no tool activity, a smoke
+    test, too few tool calls to generalize from.
+    """
     trajectory = analysis.trajectory
     calls = len(analysis.events)
     first_line = (trajectory.task or "").strip().splitlines()[0] if (trajectory.task or "").strip() else ""
@@ -60,6 +65,14 @@ def _nothing_reusable(analysis: Analysis) -> str | None:
         return f"smoke test ({first_line[:40]!r})"
     if calls < MIN_TOOL_CALLS:
         return f"too short to generalize ({calls} tool call{'s' if calls != 1 else ''})"
+    return None
+
+
+def _nothing_reusable(analysis: Analysis) -> str | None:
+    trajectory = analysis.trajectory
+    trivial = trivial_reason(analysis)
+    if trivial:
+        return trivial
     fixes = analysis.fixes()
     if not analysis.edits and not analysis.submitted and not fixes:
         if _unreadable(analysis):  # e.g. redacted Codex rollouts: patches and commands replaced by placeholders

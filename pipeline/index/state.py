@@ -17,6 +17,7 @@ import orjson
 from pipeline import settings
 from pipeline.distill.facts import RepoFact
 from pipeline.index.db import bulk_insert, connect, migrate
+from pipeline.index.llm import migrate_030_llm
 from pipeline.ingest.watermark import Watermark
 from pipeline.library.store import StoredSkill
 from pipeline.trajectory import Trajectory
@@ -95,6 +96,7 @@ MIGRATIONS = [
     ("001_initial", _m001_initial),
     ("010_watermarks", _m010_watermarks),
     ("020_redactions", _m020_redactions),
+    ("030_llm", migrate_030_llm),
     ("040_review_log", _m040_review_log),
 ]
 

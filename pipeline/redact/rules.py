@@ -134,7 +134,9 @@ def token_rules() -> list[TokenRule]:
         TokenRule("openai-api-key", _b(r"sk-(?:proj-|svcacct-|admin-|None-)?[A-Za-z0-9_-]{20,}"),
                   _after(r"^sk-(?:proj-|svcacct-|admin-|None-)?")),
         TokenRule("aws-access-key-id", _b(AWSKeyDetector.denylist[0]), bounded_after=True),
-        TokenRule("github-token", _b(r"gh[pousr]_[A-Za-z0-9]{36,255}"), bounded_after=True),
+        # Classic tokens have 36 characters after the prefix; the prefix is distinctive enough to take
+        # a truncated or hand-made one too (a planted 35-character value once slipped through).
+        TokenRule("github-token", _b(r"gh[pousr]_[A-Za-z0-9]{30,255}"), bounded_after=True),
         TokenRule("github-fine-grained-token", _b(r"github_pat_[A-Za-z0-9_]{22,255}"), bounded_after=True),
         *(TokenRule("gitlab-token", _b(p)) for p in GitLabTokenDetector.denylist),
         TokenRule("slack-token", _b(r"xox[abposre]-[A-Za-z0-9-]{10,}"), _random(10)),
