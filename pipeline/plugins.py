@@ -28,6 +28,11 @@ class Hooks:
     def register_formats(self, register: Callable[[TrajectoryFormat], None]) -> None:
         """Call ``register(fmt)`` for each TrajectoryFormat the plugin provides."""
 
+    @hookspec
+    def register_embedders(self, register: Callable[[str, Callable[[str, str], Any]], None]) -> None:
+        """Call ``register(kind, factory)`` for each embedder kind; ``factory(spec, path)`` loads one
+        (see ``pipeline.recall.semantic``)."""
+
 
 @cache
 def plugin_manager() -> pluggy.PluginManager:

@@ -17,7 +17,7 @@ from pipeline.index.state import StateDB
 from pipeline.ingest import FileReport, ingest_file, iter_files
 from pipeline.library.model import Skill
 from pipeline.library.store import Library, SaveResult
-from pipeline.recall.index import IndexedSkill, publish
+from pipeline.recall.service import refresh
 from pipeline.summary import NothingReusable, RunError, RunSummary
 from pipeline.trajectory import Trajectory
 
@@ -111,11 +111,11 @@ def write(state: StateDB, library: Library, results: list[Distilled], summary: R
 
 
 def index(state: StateDB, library: Library, summary: RunSummary) -> int:
-    """Mirror the library into the state DB and publish a fresh recall index."""
+    """Mirror the library into the state DB and publish a fresh recall index (with indexed folders)."""
 
     def report(file: Path, error: SkillFileError) -> None:
         summary.errors.append(RunError(path=str(file), reason=error.message))
 
     stored = list(library.entries(on_error=report))
     state.sync_skills(stored)
-    return publish(IndexedSkill.of(s) for s in stored)
+    return refresh(stored, con=state.con).skills

@@ -18,6 +18,7 @@ from pipeline import settings
 from pipeline.distill.facts import RepoFact
 from pipeline.index.db import bulk_insert, connect, migrate
 from pipeline.library.store import StoredSkill
+from pipeline.recall.feedback import MIGRATIONS as recall_migrations
 from pipeline.trajectory import Trajectory
 
 STEP_COLUMNS = {
@@ -58,6 +59,7 @@ def _m001_initial(con: duckdb.DuckDBPyConnection) -> None:
 
 
 MIGRATIONS = [("001_initial", _m001_initial)]
+MIGRATIONS += recall_migrations  # 05x_: indexed folders, skill feedback (pipeline.recall.feedback)
 
 
 class StateDB:
