@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from pipeline.cli import hook
+from pipeline.agents.cli import command as hook_command
 from pipeline.cli._output import emit_json
 
 AGENTS = ("claude-code", "codex", "gemini")
@@ -74,4 +74,4 @@ def export_command(agent: str, project: str | None, library: str | None, dry_run
     click.echo(report.describe())
 
 
-COMMANDS = (mcp_command, hook.command, install_command, export_command)
+COMMANDS = (mcp_command, hook_command, install_command, export_command)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import sys
 
-FAST = {"recall": "pipeline.cli.recall", "hook": "pipeline.cli.hook"}
+FAST = {"recall": "pipeline.recall.cli", "hook": "pipeline.agents.cli"}
 
 
 def main() -> None:
@@ -25,32 +25,38 @@ def main() -> None:
 def _fast(name: str, args: list[str]) -> None:
     import importlib
 
+    import click
+
     from pipeline import settings
-    from pipeline.cli import _output
     from pipeline.errors import SkillmillError, UsageError
+
+    def fail(error: SkillmillError) -> None:  # as pipeline.cli._output.fail, without importing the group
+        click.secho(f"Error: {error.message}", fg="red", err=True)
+        if error.hint:
+            click.echo(f"  hint: {error.hint}", err=True)
 
     settings.apply_offline_env()
     command = importlib.import_module(FAST[name]).command
     try:
         command.main(args, prog_name=f"skillmill {name}", standalone_mode=False)
     except UsageError as exc:
-        _output.fail(exc)
+        fail(exc)
         sys.exit(2)
     except SkillmillError as exc:
-        _output.fail(exc)
+        fail(exc)
         sys.exit(1)
     except SystemExit:
         raise
     except Exception as exc:
-        import click
-
         if isinstance(exc, click.exceptions.ClickException):
             exc.show()
             sys.exit(exc.exit_code)
         if isinstance(exc, click.exceptions.Abort):
             sys.exit(1)
-        log = _output.save_traceback(exc)
-        _output.fail(SkillmillError(f"internal error: {type(exc).__name__}: {exc}",
-                                    hint=f"the traceback is in {log}; please report it"))
+        from pipeline.cli._output import save_traceback
+
+        log = save_traceback(exc)
+        fail(SkillmillError(f"internal error: {type(exc).__name__}: {exc}",
+                            hint=f"the traceback is in {log}; please report it"))
         sys.exit(1)
     sys.exit(0)

@@ -1,6 +1,7 @@
 """``skillmill hook AGENT``: answer an agent's session-start / prompt hook with fitting skills.
 
-On the fast path (``pipeline.cli.entry``): started by the agent at every prompt.
+Started by the agent at every prompt, through the executable's fast path (``pipeline.entry``),
+so it lives outside ``pipeline/cli/`` (whose import builds the whole command group).
 """
 
 from __future__ import annotations
