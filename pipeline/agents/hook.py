@@ -19,36 +19,14 @@ from pathlib import Path
 from typing import Any
 
 from pipeline import settings
+from pipeline.recall.folders import repo_of
 
 DEFAULT_TIMEOUT = 2.0
 DEFAULT_BUDGET = 2000
 #: The events we answer, per agent, and whether the payload carries the user's prompt.
 PROMPT_EVENTS = {"UserPromptSubmit", "BeforeAgent"}
 START_EVENTS = {"SessionStart"}
-_REMOTE = re.compile(r"url\s*=\s*\S*?[:/]([\w.-]+)/([\w.-]+?)(?:\.git)?\s*$", re.M)
 MAX_STDIN = 1_000_000
-
-
-def repo_of(cwd: str | None) -> str | None:
-    """``owner/name`` from the checkout's git config (read directly: no git process), else its folder name."""
-    if not cwd:
-        return None
-    here = Path(cwd)
-    for folder in (here, *here.parents):
-        git = folder / ".git"
-        if git.is_dir() or git.is_file():
-            config = git / "config"
-            try:
-                if git.is_file():  # a worktree: "gitdir: <path>"
-                    gitdir = Path(git.read_text(encoding="utf-8").split(":", 1)[1].strip())
-                    config = (folder / gitdir).resolve().parent.parent / "config"
-                text = config.read_text(encoding="utf-8")
-            except (OSError, IndexError):
-                return folder.name
-            section = text.split('[remote "origin"]', 1)
-            match = _REMOTE.search(section[1]) if len(section) == 2 else None
-            return f"{match.group(1)}/{match.group(2)}" if match else folder.name
-    return None
 
 
 def _seen_file(session: str) -> Path:

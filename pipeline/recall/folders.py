@@ -10,7 +10,6 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,7 +20,7 @@ SKIP_DIRS = frozenset({".git", ".hg", ".svn", "node_modules", "__pycache__", ".v
                        ".tox", ".mypy_cache", ".pytest_cache", ".ruff_cache"})
 #: Hidden folders that hold agent skills and are worth entering.
 AGENT_DIRS = frozenset({".claude", ".agents", ".codex", ".gemini", ".github", ".cursor", ".opencode"})
-_REMOTE = re.compile(r"[:/]([\w.-]+)/([\w.-]+?)(?:\.git)?/?$")
+_REMOTE = re.compile(r"url\s*=\s*\S*?[:/]([\w.-]+)/([\w.-]+?)(?:\.git)?/?\s*$", re.M)
 
 
 @dataclass(frozen=True)
@@ -71,11 +70,26 @@ def project_repo(folder: Path) -> str | None:
         anchor = max(i for i, p in enumerate(parts) if p in AGENT_DIRS)
     except ValueError:
         return None
-    checkout = Path(*parts[:anchor])
-    try:
-        out = subprocess.run(["git", "-C", str(checkout), "config", "--get", "remote.origin.url"],
-                             capture_output=True, text=True, timeout=5, check=False).stdout.strip()
-    except (OSError, subprocess.SubprocessError):
-        out = ""
-    match = _REMOTE.search(out)
-    return f"{match.group(1)}/{match.group(2)}" if match else checkout.name or None
+    return repo_of(str(Path(*parts[:anchor])))
+
+
+def repo_of(cwd: str | None) -> str | None:
+    """``owner/name`` from the checkout's git config (read directly: no git process), else its folder name."""
+    if not cwd:
+        return None
+    here = Path(cwd)
+    for folder in (here, *here.parents):
+        git = folder / ".git"
+        if git.is_dir() or git.is_file():
+            config = git / "config"
+            try:
+                if git.is_file():  # a worktree: "gitdir: <path>"
+                    gitdir = Path(git.read_text(encoding="utf-8").split(":", 1)[1].strip())
+                    config = (folder / gitdir).resolve().parent.parent / "config"
+                text = config.read_text(encoding="utf-8")
+            except (OSError, IndexError):
+                return folder.name
+            section = text.split('[remote "origin"]', 1)
+            match = _REMOTE.search(section[1].split("\n[", 1)[0]) if len(section) == 2 else None
+            return f"{match.group(1)}/{match.group(2)}" if match else folder.name
+    return None
