@@ -50,10 +50,10 @@ def main() -> None:
 
 
 def _register() -> None:
+    from pipeline.cli import agents as agent_commands
+    from pipeline.cli import eval as eval_command
     from pipeline.cli import formats, ingest, recall, run
     from pipeline.cli import index as index_command
-    from pipeline.cli import eval as eval_command
-    from pipeline.cli import agents as agent_commands
 
     for module in (run, ingest, recall, formats, index_command, eval_command):
         main.add_command(module.command)

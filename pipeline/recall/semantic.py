@@ -28,6 +28,7 @@ from typing import Any, Protocol
 
 from pipeline.errors import UsageError
 
+
 class Embedder(Protocol):
     """What the index and recall need from a model."""
 
