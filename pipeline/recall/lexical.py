@@ -45,9 +45,12 @@ def build(con: duckdb.DuckDBPyConnection) -> None:
     parts = " UNION ALL ".join(
         f"SELECT doc, {i}::TINYINT AS field, unnest({_tokens(name)}) AS t FROM skills"
         for i, name in enumerate(FIELDS))
+    # Stem each distinct token once: a corpus has millions of tokens but tens of thousands of words.
+    con.execute(f"CREATE TEMP TABLE raw AS SELECT * FROM ({parts}) WHERE t <> ''")
     con.execute(f"""
-        CREATE TEMP TABLE occ AS SELECT doc, field, stem(t, 'porter') AS term
-        FROM ({parts}) WHERE t <> '' AND t NOT IN ({stop})""")
+        CREATE TEMP TABLE stems AS SELECT t, stem(t, 'porter') AS term
+        FROM (SELECT DISTINCT t FROM raw) WHERE t NOT IN ({stop})""")
+    con.execute("CREATE TEMP TABLE occ AS SELECT doc, field, term FROM raw JOIN stems USING (t)")
     con.execute("CREATE TEMP TABLE tf AS SELECT term, doc, field, count(*)::INTEGER AS tf FROM occ GROUP BY ALL")
     con.execute("CREATE TEMP TABLE flen AS SELECT doc, field, count(*)::INTEGER AS len FROM occ GROUP BY ALL")
     con.execute("""
@@ -61,14 +64,13 @@ def build(con: duckdb.DuckDBPyConnection) -> None:
     con.execute(f"""
         CREATE TABLE postings AS
         WITH n AS (SELECT count(*)::DOUBLE AS n FROM skills)
-        SELECT v.termid, tf.field, list(tf.doc ORDER BY tf.doc) AS docs,
+        SELECT v.termid, tf.field, list(tf.doc) AS docs,
                list((ln((n.n - v.df + 0.5) / (v.df + 0.5) + 1)
-                     * tf.tf * ({K1} + 1) / (tf.tf + {K1} * (1 - {B} + {B} * l.len / a.avg)))::FLOAT
-                    ORDER BY tf.doc) AS ws
+                     * tf.tf * ({K1} + 1) / (tf.tf + {K1} * (1 - {B} + {B} * l.len / a.avg)))::FLOAT) AS ws
         FROM tf JOIN vocab v USING (term) JOIN flen l USING (doc, field) JOIN favg a USING (field), n
         GROUP BY v.termid, tf.field ORDER BY v.termid, tf.field""")
     con.execute("CREATE INDEX postings_term ON postings (termid)")
-    for table in ("occ", "tf", "flen", "favg"):
+    for table in ("raw", "stems", "occ", "tf", "flen", "favg"):
         con.execute(f"DROP TABLE {table}")
 
 
