@@ -190,3 +190,9 @@ def test_batch_queries_print_one_line_per_query(corpus_index: Path, tmp_path: Pa
 def test_recall_without_an_index_says_what_to_do() -> None:
     code, out = cli("recall", "anything")
     assert code == 1
+
+
+def test_the_reader_knows_the_writers_schema_version() -> None:
+    from pipeline.recall import index, search
+
+    assert search._schema_version() == index.SCHEMA_VERSION

@@ -17,7 +17,8 @@ import duckdb
 
 #: Indexed fields in order (the postings' ``field`` column is the position here).
 FIELDS = ("name_text", "description", "body", "keywords")
-#: Field weights: a match in the name or description says more than one in the body.
+#: Field weights (applied when the postings are built): a match in the name or description
+#: says more than one in the body.
 WEIGHTS = {"name_text": 2.0, "description": 2.0, "body": 1.0, "keywords": 1.0}
 K1 = 1.2
 B = 0.75
@@ -61,14 +62,19 @@ def build(con: duckdb.DuckDBPyConnection) -> None:
         SELECT term, (row_number() OVER (ORDER BY term) - 1)::INTEGER AS termid, count(DISTINCT doc)::INTEGER AS df
         FROM tf GROUP BY term ORDER BY term""")
     con.execute("CREATE UNIQUE INDEX vocab_term ON vocab (term)")
+    # One posting per (term, document): the fields' BM25 weights, already multiplied by the field
+    # weights and added up, so a query sums one number per matching term and document.
+    weight = "CASE tf.field " + " ".join(f"WHEN {i} THEN {float(WEIGHTS[f])}" for i, f in enumerate(FIELDS)) + " END"
     con.execute(f"""
         CREATE TABLE postings AS
-        WITH n AS (SELECT count(*)::DOUBLE AS n FROM skills)
-        SELECT v.termid, tf.field, list(tf.doc) AS docs,
-               list((ln((n.n - v.df + 0.5) / (v.df + 0.5) + 1)
-                     * tf.tf * ({K1} + 1) / (tf.tf + {K1} * (1 - {B} + {B} * l.len / a.avg)))::FLOAT) AS ws
-        FROM tf JOIN vocab v USING (term) JOIN flen l USING (doc, field) JOIN favg a USING (field), n
-        GROUP BY v.termid, tf.field ORDER BY v.termid, tf.field""")
+        WITH n AS (SELECT count(*)::DOUBLE AS n FROM skills),
+        w AS (
+            SELECT v.termid, tf.doc,
+                   sum({weight} * ln((n.n - v.df + 0.5) / (v.df + 0.5) + 1)
+                       * tf.tf * ({K1} + 1) / (tf.tf + {K1} * (1 - {B} + {B} * l.len / a.avg)))::FLOAT AS w
+            FROM tf JOIN vocab v USING (term) JOIN flen l USING (doc, field) JOIN favg a USING (field), n
+            GROUP BY v.termid, tf.doc)
+        SELECT termid, list(doc) AS docs, list(w) AS ws FROM w GROUP BY termid ORDER BY termid""")
     con.execute("CREATE INDEX postings_term ON postings (termid)")
     for table in ("raw", "stems", "occ", "tf", "flen", "favg"):
         con.execute(f"DROP TABLE {table}")
@@ -108,16 +114,13 @@ def lookup(con: duckdb.DuckDBPyConnection, terms: list[str]) -> dict[str, tuple[
 _SAFE = re.compile(r"[a-z0-9_]+")
 
 
-def score(con: duckdb.DuckDBPyConnection, termids: list[int], limit: int,
-          weights: dict[str, float] | None = None) -> list[tuple[int, float, list[int]]]:
+def score(con: duckdb.DuckDBPyConnection, termids: list[int], limit: int) -> list[tuple[int, float, list[int]]]:
     """Top documents as ``(doc, score, matched termids)``, best first."""
     if not termids:
         return []
-    weights = weights or WEIGHTS
-    case = " ".join(f"WHEN {i} THEN {float(weights[name])}" for i, name in enumerate(FIELDS))
     ids = ", ".join(str(int(t)) for t in termids)  # literal ints: the ART index serves IN (...) lookups
     sql = f"""
-        SELECT doc, sum(w * CASE field {case} ELSE 0 END) AS score, list(DISTINCT termid) AS matched
-        FROM (SELECT termid, field, unnest(docs) AS doc, unnest(ws) AS w FROM postings WHERE termid IN ({ids}))
+        SELECT doc, sum(w) AS score, list(termid) AS matched
+        FROM (SELECT termid, unnest(docs) AS doc, unnest(ws) AS w FROM postings WHERE termid IN ({ids}))
         GROUP BY doc ORDER BY score DESC, doc LIMIT {int(limit)}"""
     return [(r[0], float(r[1]), list(r[2])) for r in con.execute(sql).fetchall()]

@@ -93,6 +93,8 @@ class RecallIndex:
             "SELECT count(*) FROM duckdb_tables() WHERE table_name = 'postings'").fetchone()[0])  # type: ignore[index]
         if self._has_postings:
             load_fts(self.con)
+        # Queries are small: one thread answers them faster than two fighting for a busy machine.
+        self.con.execute("SET threads = 1")
 
     def close(self) -> None:
         self.con.close()
@@ -227,7 +229,7 @@ def _duplicate(a: dict[str, Any], b: dict[str, Any]) -> bool:
 def _schema_version() -> str:
     # Imported lazily: pipeline.recall.index pulls in the library model (pydantic), which the
     # query path does not need. Keep this literal in step with index.SCHEMA_VERSION (a test checks).
-    return "2"
+    return "3"
 
 
 def recall(query: str, *, limit: int = 5, include_candidates: bool = False, path: Path | None = None,
