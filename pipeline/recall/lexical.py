@@ -52,6 +52,10 @@ def build(con: duckdb.DuckDBPyConnection) -> None:
         CREATE TEMP TABLE stems AS SELECT t, stem(t, 'porter') AS term
         FROM (SELECT DISTINCT t FROM raw) WHERE t NOT IN ({stop})""")
     con.execute("CREATE TEMP TABLE occ AS SELECT doc, field, term FROM raw JOIN stems USING (t)")
+    # Every word seen -> its stem: queries are stemmed by lookup, so the reader never loads the
+    # FTS extension (~50 ms of CPU per hook call).
+    con.execute("CREATE TABLE surface AS SELECT t, term FROM stems ORDER BY t")
+    con.execute("CREATE UNIQUE INDEX surface_t ON surface (t)")
     con.execute("CREATE TEMP TABLE tf AS SELECT term, doc, field, count(*)::INTEGER AS tf FROM occ GROUP BY ALL")
     con.execute("CREATE TEMP TABLE flen AS SELECT doc, field, count(*)::INTEGER AS len FROM occ GROUP BY ALL")
     con.execute("""
@@ -76,11 +80,12 @@ def build(con: duckdb.DuckDBPyConnection) -> None:
             GROUP BY v.termid, tf.doc)
         SELECT termid, list(doc) AS docs, list(w) AS ws FROM w GROUP BY termid ORDER BY termid""")
     con.execute("CREATE INDEX postings_term ON postings (termid)")
-    for table in ("raw", "stems", "occ", "tf", "flen", "favg"):
+    for table in ("raw", "stems", "occ", "tf", "flen", "favg"):  # surface stays
         con.execute(f"DROP TABLE {table}")
 
 
 _SPLIT = re.compile(r"(?:\.|[^a-z0-9_])+")
+_SAFE = re.compile(r"[a-z0-9_]+")
 
 
 def tokenize(text: str) -> list[str]:
@@ -89,16 +94,37 @@ def tokenize(text: str) -> list[str]:
     return [t for t in _SPLIT.split(plain) if t]
 
 
+#: Suffixes tried, in order, for a query word the index has never seen ("hashes" -> "hash").
+_SUFFIXES = (("ies", "y"), ("es", ""), ("s", ""), ("ing", ""), ("ing", "e"), ("ed", ""), ("ed", "e"), ("ly", ""),
+             ("ers", ""), ("er", ""), ("ment", ""), ("ness", ""), ("ations", "e"), ("ation", "e"))
+
+
 def query_terms(con: duckdb.DuckDBPyConnection, text: str) -> list[str]:
-    """The query's stemmed terms, through the same tokenizer and stemmer as the index."""
+    """The query's stemmed terms, through the same tokenizer as the index.
+
+    Words are stemmed by looking them up among the words the index has seen (stemmed at build
+    time by the FTS extension's Porter stemmer). An unseen word is tried without common
+    suffixes; failing that it stays as it is (and matches nothing, as it would anyway).
+    """
     tokens = list(dict.fromkeys(t for t in tokenize(text) if t not in STOPWORDS))
     if not tokens:
         return []
+    found = _surface(con, tokens)
+    variants = {t: [t[: -len(a)] + b for a, b in _SUFFIXES if t.endswith(a) and len(t) - len(a) >= 3]
+                for t in tokens if t not in found}
+    known = _surface(con, [v for vs in variants.values() for v in vs])
+    terms = [found[t] if t in found else next((known[v] for v in variants[t] if v in known), t) for t in tokens]
+    return [t for t in dict.fromkeys(terms) if t]
+
+
+def _surface(con: duckdb.DuckDBPyConnection, words: list[str]) -> dict[str, str]:
     # Tokens hold only [a-z0-9_], so they are safe as literals; binding a list parameter costs
     # tens of milliseconds in the Python client, literals cost nothing.
-    literals = ", ".join(f"stem('{t}', 'porter')" for t in tokens)
-    row = con.execute(f"SELECT [{literals}]").fetchone()
-    return list(dict.fromkeys(t for t in (row[0] if row else []) if t))
+    safe = [w for w in dict.fromkeys(words) if _SAFE.fullmatch(w)]
+    if not safe:
+        return {}
+    literals = ", ".join(f"'{w}'" for w in safe)
+    return dict(con.execute(f"SELECT t, term FROM surface WHERE t IN ({literals})").fetchall())
 
 
 def lookup(con: duckdb.DuckDBPyConnection, terms: list[str]) -> dict[str, tuple[int, int]]:
@@ -109,9 +135,6 @@ def lookup(con: duckdb.DuckDBPyConnection, terms: list[str]) -> dict[str, tuple[
     literals = ", ".join(f"'{t}'" for t in safe)
     rows = con.execute(f"SELECT term, termid, df FROM vocab WHERE term IN ({literals})").fetchall()
     return {r[0]: (r[1], r[2]) for r in rows}
-
-
-_SAFE = re.compile(r"[a-z0-9_]+")
 
 
 def score(con: duckdb.DuckDBPyConnection, termids: list[int], limit: int) -> list[tuple[int, float, list[int]]]:

@@ -4,7 +4,8 @@ This is the hook path: it imports neither litellm, prefect nor pydantic, opens t
 read-only, and serves only the statuses the publisher recorded as servable (approved,
 ``pipeline.library.model.SERVABLE``) unless candidates are asked for explicitly.
 
-Ranking, in order: the lexical channel (BM25 over name, description, body and code-aware
+Queries are stemmed by lookup in the index (``lexical.query_terms``), so the FTS extension is
+not even loaded here. Ranking, in order: the lexical channel (BM25 over name, description, body and code-aware
 keywords) and, when the index was built with an embedder that loads here, the semantic
 channel, fused by reciprocal rank; then the filters (``repo``, ``language``, ``agent``), the
 priors (feedback, candidate status), near-duplicate collapse, and a relevance threshold:
@@ -21,7 +22,7 @@ from typing import Any
 
 from pipeline import settings
 from pipeline.errors import IndexError_
-from pipeline.index.db import connect, load_fts
+from pipeline.index.db import connect
 from pipeline.recall import lexical
 from pipeline.recall.text import canonical_agent, canonical_language, keywords, repo_matches
 
@@ -91,8 +92,6 @@ class RecallIndex:
         self._embedder_tried = False
         self._has_postings = bool(self.con.execute(
             "SELECT count(*) FROM duckdb_tables() WHERE table_name = 'postings'").fetchone()[0])  # type: ignore[index]
-        if self._has_postings:
-            load_fts(self.con)
         # Queries are small: one thread answers them faster than two fighting for a busy machine.
         self.con.execute("SET threads = 1")
 
@@ -229,7 +228,7 @@ def _duplicate(a: dict[str, Any], b: dict[str, Any]) -> bool:
 def _schema_version() -> str:
     # Imported lazily: pipeline.recall.index pulls in the library model (pydantic), which the
     # query path does not need. Keep this literal in step with index.SCHEMA_VERSION (a test checks).
-    return "3"
+    return "4"
 
 
 def recall(query: str, *, limit: int = 5, include_candidates: bool = False, path: Path | None = None,
