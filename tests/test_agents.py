@@ -228,3 +228,13 @@ def test_export_leaves_a_hand_edited_managed_skill_alone(tmp_path: Path) -> None
     report = export_module.export("gemini", tmp_path / "p", library.root)
     assert report.updated == [] and "edited" in report.skipped[0]["reason"]
     assert "My own note." in (folder / "SKILL.md").read_text()
+
+
+def test_feedback_cli_records_and_lists_worst_first() -> None:
+    assert cli("feedback", "add", "ruff-recursive-fix", "helpful")[0] == 0
+    assert cli("feedback", "add", "git-commit", "stale", "--note", "uses the old footer")[0] == 0
+    assert cli("feedback", "add", "git-commit", "meh")[0] == 2
+    code, out = cli("feedback", "list", "--json")
+    rows = [json.loads(line) for line in out.splitlines()]
+    assert [r["skill"] for r in rows] == ["git-commit", "ruff-recursive-fix"]
+    assert rows[0]["verdicts"] == {"stale": 1} and rows[0]["last_note"] == "uses the old footer"

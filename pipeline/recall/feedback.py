@@ -114,6 +114,19 @@ def events(con: Any | None = None) -> list[dict[str, Any]]:
     return sorted(merged.values(), key=lambda e: e["created_at"])
 
 
+def summary(events: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per skill: verdict counts and the last note, the most negative first (what review needs)."""
+    per: dict[str, dict[str, Any]] = {}
+    for e in events:
+        row = per.setdefault(e["skill"], {"skill": e["skill"], "verdicts": {}, "last_note": "", "last_at": ""})
+        row["verdicts"][e["verdict"]] = row["verdicts"].get(e["verdict"], 0) + 1
+        if e.get("note"):
+            row["last_note"] = e["note"]
+        row["last_at"] = max(row["last_at"], str(e["created_at"]))
+    score = {"helpful": 1, "not_helpful": -1, "wrong": -3, "stale": -2}
+    return sorted(per.values(), key=lambda r: (sum(score[v] * n for v, n in r["verdicts"].items()), r["skill"]))
+
+
 def _normal(event: dict[str, Any]) -> dict[str, Any]:
     created = event.get("created_at")
     if isinstance(created, datetime):
