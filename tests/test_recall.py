@@ -196,3 +196,16 @@ def test_the_reader_knows_the_writers_schema_version() -> None:
     from pipeline.recall import index, search
 
     assert search._schema_version() == index.SCHEMA_VERSION
+
+
+def test_folders_survive_an_index_of_an_older_schema(skills_corpus: Path, tmp_path: Path) -> None:
+    import duckdb
+
+    folder = copy_skills(skills_corpus, tmp_path / "team", [RUFF])
+    target = tmp_path / "recall.duckdb"
+    publish([], target, add_folders=[folder])
+    con = duckdb.connect(str(target))
+    con.execute("UPDATE meta SET value = '1' WHERE key = 'schema'")  # as an older skillmill left it
+    con.close()
+    report = publish([], target)
+    assert report.folders == {str(folder): 1} and report.added == 1  # re-read, not reused

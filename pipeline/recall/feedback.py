@@ -103,14 +103,14 @@ def drain(con: Any) -> int:
 def stored(con: Any) -> list[dict[str, Any]]:
     """Verdicts in a database holding a ``skill_feedback`` table (state DB or a recall index)."""
     rows = con.execute(f"SELECT {', '.join(COLUMNS)} FROM skill_feedback ORDER BY created_at").fetchall()
-    return [_normal(dict(zip(COLUMNS, r, strict=True))) for r in rows]
+    return [normal(dict(zip(COLUMNS, r, strict=True))) for r in rows]
 
 
 def events(con: Any | None = None) -> list[dict[str, Any]]:
     """Every verdict: stored ones (when ``con`` is given) and journaled ones, oldest first."""
     merged = {e["id"]: e for e in (stored(con) if con is not None else [])}
     for _file, e in journaled():
-        merged.setdefault(e["id"], _normal(e))
+        merged.setdefault(e["id"], normal(e))
     return sorted(merged.values(), key=lambda e: e["created_at"])
 
 
@@ -127,7 +127,7 @@ def summary(events: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
     return sorted(per.values(), key=lambda r: (sum(score[v] * n for v, n in r["verdicts"].items()), r["skill"]))
 
 
-def _normal(event: dict[str, Any]) -> dict[str, Any]:
+def normal(event: dict[str, Any]) -> dict[str, Any]:
     created = event.get("created_at")
     if isinstance(created, datetime):
         event["created_at"] = created.astimezone(UTC).isoformat()

@@ -105,51 +105,58 @@ def _row(entry: IndexedSkill, sha: str = "", size: int = 0, mtime_ns: int = 0) -
 
 # -- the previous index -------------------------------------------------------------------------
 class Previous:
-    """Read-only view of the published index, to carry folders, feedback and unchanged rows over."""
+    """Read-only view of the published index, to carry folders, feedback and unchanged rows over.
+
+    Folders and feedback are carried over from an index of any schema version (they must survive
+    an upgrade); rows and vectors only from one of this version.
+    """
 
     def __init__(self, path: Path) -> None:
         self.con: duckdb.DuckDBPyConnection | None = None
+        self.compatible = False
         if not path.exists():
             return
         try:
-            con = connect(path, read_only=True)
-        except IndexError_:
-            return
-        try:
-            version = con.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()
-        except duckdb.Error:
-            version = None
-        if version and version[0] == SCHEMA_VERSION:
-            self.con = con
-        else:
-            con.close()
+            self.con = connect(path, read_only=True)
+            version = self.con.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()
+            self.compatible = bool(version and version[0] == SCHEMA_VERSION)
+        except (IndexError_, duckdb.Error):
+            self.close()
 
     def close(self) -> None:
         if self.con is not None:
             self.con.close()
+            self.con = None
+
+    def _query(self, sql: str, *params: Any) -> list[tuple[Any, ...]]:
+        if self.con is None:
+            return []
+        try:
+            return self.con.execute(sql, *params).fetchall()
+        except duckdb.Error:  # an older index without this table
+            return []
+
+    def ids(self) -> set[str]:
+        return {r[0] for r in self._query("SELECT id FROM skills")}
 
     def folders(self) -> dict[str, str | None]:
-        if self.con is None:
-            return {}
-        return {r[0]: r[1] for r in self.con.execute("SELECT path, repo FROM folders").fetchall()}
+        return {r[0]: r[1] for r in self._query("SELECT path, repo FROM folders")}
 
     def feedback(self) -> list[dict[str, Any]]:
-        return feedback.stored(self.con) if self.con is not None else []
+        rows = self._query(f"SELECT {', '.join(feedback.COLUMNS)} FROM skill_feedback")
+        return [feedback.normal(dict(zip(feedback.COLUMNS, r, strict=True))) for r in rows]
 
     def rows(self, root: str) -> dict[str, dict[str, Any]]:
-        if self.con is None:
+        if not self.compatible:
             return {}
-        cur = self.con.execute(f"SELECT {', '.join(_REUSED)} FROM skills WHERE root = ?", [root])
-        return {r[0]: dict(zip(_REUSED, r, strict=True)) for r in cur.fetchall()}
+        rows = self._query(f"SELECT {', '.join(_REUSED)} FROM skills WHERE root = ?", [root])
+        return {r[0]: dict(zip(_REUSED, r, strict=True)) for r in rows}
 
     def vectors(self, embedder: str) -> dict[str, list[float]]:
-        if self.con is None:
+        meta = self._query("SELECT value FROM meta WHERE key = 'embedder'")
+        if not self.compatible or not meta or meta[0][0] != embedder:
             return {}
-        meta = self.con.execute("SELECT value FROM meta WHERE key = 'embedder'").fetchone()
-        if not meta or meta[0] != embedder:
-            return {}
-        rows = self.con.execute("SELECT s.id, v.v FROM vectors v JOIN skills s USING (doc)").fetchall()
-        return {r[0]: list(r[1]) for r in rows}
+        return {r[0]: list(r[1]) for r in self._query("SELECT s.id, v.v FROM vectors v JOIN skills s USING (doc)")}
 
 
 # -- scanning indexed folders -------------------------------------------------------------------
@@ -248,9 +255,7 @@ def publish(skills: Iterable[IndexedSkill], target: Path | None = None, *,
                 roots.pop(normalize_folder(folder), None)
             verdicts = {e["id"]: e for e in (events if events is not None else previous.feedback())}
             verdicts.update({e["id"]: e for e in feedback.events()})
-            old_ids: set[str] = set()
-            if previous.con is not None:
-                old_ids = {r[0] for r in previous.con.execute("SELECT id FROM skills").fetchall()}
+            old_ids = previous.ids()
             rows: dict[str, dict[str, Any]] = {}
             for entry in skills:
                 row = _row(entry)
