@@ -35,7 +35,7 @@ from pipeline.library.store import StoredSkill
 from pipeline.recall import feedback, folders, lexical
 from pipeline.recall.text import agents, keywords, languages
 
-SCHEMA_VERSION = "4"
+SCHEMA_VERSION = "5"
 COLUMNS = {
     "doc": "INTEGER", "id": "VARCHAR", "name": "VARCHAR", "path": "VARCHAR", "root": "VARCHAR",
     "status": "VARCHAR", "kind": "VARCHAR", "repo": "VARCHAR", "languages": "VARCHAR[]", "agents": "VARCHAR[]",

@@ -20,6 +20,10 @@ FIELDS = ("name_text", "description", "body", "keywords")
 #: Field weights (applied when the postings are built): a match in the name or description
 #: says more than one in the body.
 WEIGHTS = {"name_text": 2.0, "description": 2.0, "body": 1.0, "keywords": 1.0}
+#: Each term's postings are stored best first; a query reads at most this many per term. Exact
+#: below this many skills; above, a very common word (low IDF, small weights) stops counting for
+#: the documents where it weighs least, and a query over 100k skills reads ~20x fewer postings.
+MAX_POSTINGS = 4096
 K1 = 1.2
 B = 0.75
 #: Lowercase, strip accents, split on anything but letters, digits and underscores.
@@ -78,7 +82,8 @@ def build(con: duckdb.DuckDBPyConnection) -> None:
                        * tf.tf * ({K1} + 1) / (tf.tf + {K1} * (1 - {B} + {B} * l.len / a.avg)))::FLOAT AS w
             FROM tf JOIN vocab v USING (term) JOIN flen l USING (doc, field) JOIN favg a USING (field), n
             GROUP BY v.termid, tf.doc)
-        SELECT termid, list(doc) AS docs, list(w) AS ws FROM w GROUP BY termid ORDER BY termid""")
+        SELECT termid, list(doc ORDER BY w DESC, doc) AS docs, list(w ORDER BY w DESC, doc) AS ws
+        FROM w GROUP BY termid ORDER BY termid""")
     con.execute("CREATE INDEX postings_term ON postings (termid)")
     for table in ("raw", "stems", "occ", "tf", "flen", "favg"):  # surface stays
         con.execute(f"DROP TABLE {table}")
@@ -142,8 +147,10 @@ def score(con: duckdb.DuckDBPyConnection, termids: list[int], limit: int) -> lis
     if not termids:
         return []
     ids = ", ".join(str(int(t)) for t in termids)  # literal ints: the ART index serves IN (...) lookups
+    top = int(MAX_POSTINGS)
     sql = f"""
         SELECT doc, sum(w) AS score, list(termid) AS matched
-        FROM (SELECT termid, unnest(docs) AS doc, unnest(ws) AS w FROM postings WHERE termid IN ({ids}))
+        FROM (SELECT termid, unnest(docs[1:{top}]) AS doc, unnest(ws[1:{top}]) AS w
+              FROM postings WHERE termid IN ({ids}))
         GROUP BY doc ORDER BY score DESC, doc LIMIT {int(limit)}"""
     return [(r[0], float(r[1]), list(r[2])) for r in con.execute(sql).fetchall()]
