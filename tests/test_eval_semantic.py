@@ -79,3 +79,25 @@ def test_absent_model_means_lexical_only(skills_corpus: Path, tmp_path: Path, mo
     assert semantic.load(f"static:{tmp_path / 'no-such-model'}", quiet=True) is None
     with RecallIndex() as index:
         assert index.search("ruff E501 autofix")[0].name == "ruff-recursive-fix"
+
+
+def test_the_hook_never_loads_a_slow_embedder(skills_corpus: Path, tmp_path: Path, monkeypatch) -> None:
+    import duckdb
+
+    from pipeline.recall.index import publish
+
+    folder = tmp_path / "team"
+    shutil.copytree(skills_corpus / RUFF, folder / RUFF)
+    target = tmp_path / "recall.duckdb"
+    publish([], target, add_folders=[folder])
+    con = duckdb.connect(str(target))
+    con.execute("UPDATE meta SET value = 'sentence-transformers:/models/minilm' WHERE key = 'embedder'")
+    con.close()
+    calls: list[str] = []
+    monkeypatch.setattr(semantic, "load", lambda spec, quiet=False: calls.append(spec))
+    with RecallIndex(target, slow_embedders=False) as index:
+        assert index.embedder() is None and index.search("ruff E501")[0].name == "ruff-recursive-fix"
+    assert calls == []
+    with RecallIndex(target) as index:
+        index.embedder()
+    assert calls == ["sentence-transformers:/models/minilm"]

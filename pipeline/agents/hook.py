@@ -79,7 +79,7 @@ def respond(payload: dict[str, Any], agent: str, *, budget: int = DEFAULT_BUDGET
         return None
     if not settings.recall_index_path().exists():
         return None
-    with RecallIndex() as index:
+    with RecallIndex(slow_embedders=False) as index:
         hits = index.search(query[:4000], limit=limit, **filters)
         if strict_repo:  # at session start, only what is known about this repository
             bound = {r["path"] for r in index.get_many([h.path for h in hits]) if r["repo"]}

@@ -80,8 +80,7 @@ def pack(query: str, hits: list[Hit], budget: int = DEFAULT_BUDGET,
         if not packed.hits and used + cost > budget:  # the best one is always listed, shortened to fit
             room = max(80, (budget - used) * 4 - len(hit.name) - len(hit.path) - 40)
             if len(hit.description) > room:
-                hit = Hit(hit.name, hit.path, hit.score, hit.description[: room - 3].rstrip() + "...", hit.status,
-                          hit.doc, hit.root)
+                hit = Hit(hit.name, hit.path, hit.score, hit.description[: room - 3].rstrip() + "...", hit.status)
                 cost = estimate_tokens(_entry(hit))
         packed.hits.append(hit)
         used += cost

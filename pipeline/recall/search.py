@@ -5,9 +5,9 @@ read-only, and serves only the statuses the publisher recorded as servable (appr
 ``pipeline.library.model.SERVABLE``) unless candidates are asked for explicitly.
 
 Queries are stemmed by lookup in the index (``lexical.query_terms``), so the FTS extension is
-not even loaded here. Ranking, in order: the lexical channel (BM25 over name, description, body and code-aware
-keywords) and, when the index was built with an embedder that loads here, the semantic
-channel, fused by reciprocal rank; then the filters (``repo``, ``language``, ``agent``), the
+not even loaded here. Ranking, in order: the lexical channel (BM25 over name, description,
+body and code-aware keywords) and, when the index was built with an embedder that loads here
+(and is allowed: the hook allows only fast ones), the semantic channel, fused by reciprocal rank; then the filters (``repo``, ``language``, ``agent``), the
 priors (feedback, candidate status), near-duplicate collapse, and a relevance threshold:
 when the best skill explains too little of the task, nothing is returned.
 """
@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -48,8 +48,6 @@ class Hit:
     score: float
     description: str
     status: str
-    doc: int = field(default=-1, compare=False, repr=False)
-    root: str = field(default="", compare=False, repr=False)
 
     def contract(self) -> dict[str, object]:
         """The result object of ``skillmill recall --json``."""
@@ -75,8 +73,9 @@ class Filters:
 class RecallIndex:
     """A read-only handle on ``recall.duckdb``. Cheap to open; use one per process."""
 
-    def __init__(self, path: Path | None = None) -> None:
+    def __init__(self, path: Path | None = None, *, slow_embedders: bool = True) -> None:
         self.path = path or settings.recall_index_path()
+        self.slow_embedders = slow_embedders
         if not self.path.exists():
             raise IndexError_(f"no recall index at {self.path}",
                               hint="run `skillmill index` (or `skillmill index --skills DIR`) first")
@@ -115,7 +114,8 @@ class RecallIndex:
             if self.embedder_name:
                 from pipeline.recall import semantic
 
-                self._embedder = semantic.load(self.embedder_name, quiet=True)
+                if self.slow_embedders or self.embedder_name.split(":", 1)[0] in semantic.FAST_KINDS:
+                    self._embedder = semantic.load(self.embedder_name, quiet=True)
         return self._embedder
 
     def _semantic(self, query: str) -> list[int]:
@@ -176,7 +176,7 @@ class RecallIndex:
                 continue
             kept.append(row)
             hits.append(Hit(name=row["name"], path=row["path"], score=round(value * 1000, 4),
-                            description=row["description"], status=row["status"], doc=row["doc"], root=row["root"]))
+                            description=row["description"], status=row["status"]))
             if len(hits) >= limit:
                 break
         return hits

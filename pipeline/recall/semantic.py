@@ -81,6 +81,8 @@ def _unit(matrix: Any) -> list[list[float]]:
 
 
 BUILTIN: dict[str, Factory] = {"static": StaticEmbedder, "sentence-transformers": SentenceTransformerEmbedder}
+#: Kinds that load in milliseconds; the per-prompt hook uses no other (torch takes seconds).
+FAST_KINDS = frozenset({"static"})
 
 
 def factories() -> dict[str, Factory]:
