@@ -79,7 +79,8 @@ class RecallIndex:
         if not self.path.exists():
             raise IndexError_(f"no recall index at {self.path}",
                               hint="run `skillmill index` (or `skillmill index --skills DIR`) first")
-        self.con = connect(self.path, read_only=True)
+        # Queries are small: one thread answers them faster than two fighting for a busy machine.
+        self.con = connect(self.path, read_only=True, threads=1)
         meta = dict(self.con.execute("SELECT key, value FROM meta").fetchall())
         if meta.get("schema") != _schema_version():
             self.con.close()
@@ -91,8 +92,6 @@ class RecallIndex:
         self._embedder_tried = False
         self._has_postings = bool(self.con.execute(
             "SELECT count(*) FROM duckdb_tables() WHERE table_name = 'postings'").fetchone()[0])  # type: ignore[index]
-        # Queries are small: one thread answers them faster than two fighting for a busy machine.
-        self.con.execute("SET threads = 1")
 
     def close(self) -> None:
         self.con.close()
