@@ -1,5 +1,5 @@
-"""``python -m pipeline`` is ``skillmill``."""
+"""``python -m pipeline`` is ``skillmill`` (with the same fast path for recall and hooks)."""
 
-from pipeline.cli import main
+from pipeline.entry import main
 
 main()

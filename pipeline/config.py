@@ -79,11 +79,16 @@ class LLMConfig(_Section):
                                                            "longer sessions are sent in several parts.")
 
 
+class RecallConfig(_Section):
+    embedder: str | None = Field(None, description="Semantic channel: <kind>:<local path>, e.g. static:/models/m2v.")
+
+
 class Config(_Section):
     library: str | None = None
     sources: SourcesConfig = Field(default_factory=SourcesConfig)
     redaction: RedactionConfig = Field(default_factory=RedactionConfig)
     llm: LLMConfig = Field(default_factory=LLMConfig)
+    recall: RecallConfig = Field(default_factory=RecallConfig)
     #: dotted key -> "default" | "file <path>" | "env <NAME>" | "flag"
     origin: dict[str, str] = Field(default_factory=dict, exclude=True)
 
@@ -98,6 +103,7 @@ ENV_KEYS = {
     "SKILLMILL_API_BASE": "llm.api_base",
     "SKILLMILL_BUDGET_USD": "llm.budget_usd",
     "SKILLMILL_BUDGET_TOKENS": "llm.budget_tokens",
+    "SKILLMILL_EMBEDDER": "recall.embedder",
 }
 
 

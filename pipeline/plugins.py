@@ -33,6 +33,11 @@ class Hooks:
     def register_llm_backends(self, register: Callable[[LLMBackend], None]) -> None:
         """Call ``register(backend)`` for each LLMBackend the plugin provides (imports stay lazy)."""
 
+    @hookspec
+    def register_embedders(self, register: Callable[[str, Callable[[str, str], Any]], None]) -> None:
+        """Call ``register(kind, factory)`` for each embedder kind; ``factory(spec, path)`` loads one
+        (see ``pipeline.recall.semantic``)."""
+
 
 @cache
 def plugin_manager() -> pluggy.PluginManager:

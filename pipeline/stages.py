@@ -22,7 +22,7 @@ from pipeline.ingest import FileReport, ingest_file, iter_files, sources, waterm
 from pipeline.ingest.watermark import Decision, Mode, Reading, Watermark
 from pipeline.library.model import Skill
 from pipeline.library.store import Library, SaveResult
-from pipeline.recall.index import IndexedSkill, publish
+from pipeline.recall.service import refresh
 from pipeline.summary import NothingReusable, Reopened, RunError, RunSummary
 from pipeline.trajectory import Trajectory
 
@@ -264,7 +264,7 @@ def consolidate_repos(state: StateDB, library: Library, repos: Iterable[str], ou
 
 
 def index(state: StateDB, library: Library, summary: RunSummary) -> int:
-    """Mirror the library into the state DB and publish a fresh recall index."""
+    """Mirror the library into the state DB and publish a fresh recall index (with indexed folders)."""
 
     def report(file: Path, error: SkillFileError) -> None:
         summary.errors.append(RunError(path=str(file), reason=error.message))
@@ -272,4 +272,4 @@ def index(state: StateDB, library: Library, summary: RunSummary) -> int:
     stored = list(library.entries(on_error=report))
     state.sync_skills(stored)
     state.sync_review_log(str(library.root), library.audit.entries())
-    return publish(IndexedSkill.of(s) for s in stored)
+    return refresh(stored, con=state.con).skills

@@ -65,7 +65,8 @@ def test_recall_after_a_run_serves_only_approved_skills(tmp_path: Path) -> None:
         assert set(hit) == {"name", "path", "score", "description", "status"}
         assert Path(hit["path"], "SKILL.md").is_file()
     brief = runner.invoke(main, ["recall", "--include-candidates", "--limit", "2", query]).output
-    assert brief.startswith("## Skills for:") and brief.count("- **") == 2
+    listed = [line for line in brief.splitlines() if line.startswith("- **") and "** (candidate) — " in line]
+    assert brief.startswith("## Skills for:") and len(listed) == 2  # then the best bodies that fit the budget
 
 
 def test_a_partly_bad_input_exits_1_and_keeps_the_rest(tmp_path: Path) -> None:

@@ -50,10 +50,17 @@ def main() -> None:
 
 
 def _register() -> None:
+    from pipeline.cli import agents as agent_commands
+    from pipeline.cli import eval as eval_command
+    from pipeline.cli import feedback as feedback_command
     from pipeline.cli import formats, ingest, recall, redact, review, run, sources
+    from pipeline.cli import index as index_command
 
-    for module in (run, ingest, recall, formats, sources, review, redact):
+    for module in (run, ingest, recall, formats, sources, review, redact, index_command, eval_command,
+                   feedback_command):
         main.add_command(module.command)
+    for command in agent_commands.COMMANDS:
+        main.add_command(command)
 
 
 _register()

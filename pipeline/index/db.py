@@ -22,13 +22,17 @@ from pipeline.errors import IndexError_
 CONFIG = {"autoinstall_known_extensions": False, "autoload_known_extensions": False}
 
 
-def connect(path: Path | str, *, read_only: bool = False) -> duckdb.DuckDBPyConnection:
-    """Open a DuckDB file; a lock held by another process becomes an error that says why."""
+def connect(path: Path | str, *, read_only: bool = False, threads: int | None = None) -> duckdb.DuckDBPyConnection:
+    """Open a DuckDB file; a lock held by another process becomes an error that says why.
+
+    ``threads`` caps DuckDB's worker threads from the start (small queries on a busy machine).
+    """
     path = Path(path)
     if not read_only:
         path.parent.mkdir(parents=True, exist_ok=True)
+    config = {**CONFIG, "threads": threads} if threads else CONFIG
     try:
-        return duckdb.connect(str(path), read_only=read_only, config=CONFIG)
+        return duckdb.connect(str(path), read_only=read_only, config=config)
     except duckdb.IOException as exc:
         if "lock" in str(exc).lower():
             raise IndexError_(f"{path} is in use by another skillmill process",

@@ -20,6 +20,7 @@ from pipeline.index.db import bulk_insert, connect, migrate
 from pipeline.index.llm import migrate_030_llm
 from pipeline.ingest.watermark import Watermark
 from pipeline.library.store import StoredSkill
+from pipeline.recall.feedback import MIGRATIONS as recall_migrations
 from pipeline.trajectory import Trajectory
 
 STEP_COLUMNS = {
@@ -99,6 +100,7 @@ MIGRATIONS = [
     ("030_llm", migrate_030_llm),
     ("040_review_log", _m040_review_log),
 ]
+MIGRATIONS += recall_migrations  # 05x_: indexed folders, skill feedback (pipeline.recall.feedback)
 
 
 class StateDB:

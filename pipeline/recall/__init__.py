@@ -1,5 +1,6 @@
-"""Recall: which approved skills fit a task. Imports neither litellm nor prefect."""
+"""Recall: which approved skills fit a task. Imports neither litellm, prefect nor pydantic."""
 
-from pipeline.recall.search import Hit, RecallIndex, brief, recall
+from pipeline.recall.brief import Packed, brief, pack
+from pipeline.recall.search import Hit, RecallIndex, recall
 
-__all__ = ["Hit", "RecallIndex", "brief", "recall"]
+__all__ = ["Hit", "Packed", "RecallIndex", "brief", "pack", "recall"]

@@ -1,60 +1,83 @@
-"""Build and publish the recall index: a small DuckDB file with the skills and a BM25 index.
+"""Build and publish the recall index: one small DuckDB file, replaced atomically.
 
-The index is derived from skill files only, so it can always be rebuilt. It is written to
-a temporary file and renamed over ``recall.duckdb``: a reader that opened the old file
-keeps reading it, a new reader gets the new one, and nobody ever meets a write lock.
+The index holds our library's skills and those of every folder indexed with
+``skillmill index --skills DIR``, the lexical postings, optional embeddings, the feedback
+priors and the list of indexed folders. It is derived data, written to a temporary file and
+renamed over ``recall.duckdb``: a reader that opened the old file keeps reading it, a new
+reader gets the new one, and nobody ever meets a write lock. Publishers (a run's index stage,
+``skillmill index``) take ``recall.lock`` so two of them never drop each other's changes.
+
+Re-indexing is incremental: a folder skill whose file has the same size and mtime (or, when
+those changed, the same content hash) as in the previous index is taken from it, embedding
+included, without being read again.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
-import re
 import tempfile
-from collections.abc import Iterable
-from dataclasses import dataclass
+import time
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
+
+import duckdb
 
 from pipeline import settings
+from pipeline.errors import IndexError_, SkillFileError
 from pipeline.index.db import bulk_insert, connect, load_fts
-from pipeline.library.model import Skill
+from pipeline.library import markdown
+from pipeline.library.model import SERVABLE, Skill
 from pipeline.library.store import StoredSkill
+from pipeline.recall import feedback, folders, lexical
+from pipeline.recall.text import agents, keywords, languages
 
-SCHEMA_VERSION = "1"
+SCHEMA_VERSION = "5"
 COLUMNS = {
-    "id": "VARCHAR", "name": "VARCHAR", "path": "VARCHAR", "status": "VARCHAR", "kind": "VARCHAR",
-    "repo": "VARCHAR", "confidence": "DOUBLE", "title": "VARCHAR", "description": "VARCHAR",
-    "name_text": "VARCHAR", "body": "VARCHAR", "keywords": "VARCHAR",
+    "doc": "INTEGER", "id": "VARCHAR", "name": "VARCHAR", "path": "VARCHAR", "root": "VARCHAR",
+    "status": "VARCHAR", "kind": "VARCHAR", "repo": "VARCHAR", "languages": "VARCHAR[]", "agents": "VARCHAR[]",
+    "confidence": "DOUBLE", "title": "VARCHAR", "description": "VARCHAR", "name_text": "VARCHAR",
+    "body": "VARCHAR", "keywords": "VARCHAR", "sha": "VARCHAR", "size": "BIGINT", "mtime_ns": "BIGINT",
+    "prior": "DOUBLE",
 }
-# The default FTS tokenizer drops digits and underscores (E501, snake_case, py311 vanish);
-# this one keeps them. Queries go through the same tokenizer inside DuckDB.
-FTS_IGNORE = r"(\.|[^a-z0-9_])+"
-_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*[A-Za-z0-9]|[A-Z][0-9]{2,}")
-_CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
+#: Columns a folder skill keeps from the previous index when its file did not change.
+_REUSED = [c for c in COLUMNS if c not in ("doc", "prior")]
+LIBRARY = "library"
 
 
 @dataclass(frozen=True)
 class IndexedSkill:
-    """A skill and the folder it was read from."""
+    """A skill and the folder it was read from; ``root`` is the indexed folder, or None for our library."""
 
     skill: Skill
     path: Path
+    root: str | None = None
 
     @classmethod
     def of(cls, stored: StoredSkill) -> IndexedSkill:
         return cls(stored.skill, stored.path)
 
 
-def keywords(text: str) -> str:
-    """Code-aware terms: identifiers whole and split (``snake_case`` -> ``snake_case snake case``)."""
-    terms: list[str] = []
-    for ident in _IDENT.findall(text):
-        parts = [p for p in re.split(r"_+", ident) if p]
-        pieces = [m.lower() for part in parts for m in _CAMEL.findall(part)]
-        if len(pieces) > 1 or "_" in ident or any(c.isdigit() for c in ident):
-            terms.append(ident.lower())
-            terms.extend(pieces)
-    return " ".join(dict.fromkeys(terms))
+@dataclass
+class PublishReport:
+    """What a publish did, for ``skillmill index`` and the run summary."""
+
+    path: str
+    skills: int = 0
+    added: int = 0
+    updated: int = 0
+    unchanged: int = 0
+    removed: int = 0
+    folders: dict[str, int] = field(default_factory=dict)
+    errors: list[dict[str, str]] = field(default_factory=list)
+    embedder: str | None = None
+    seconds: float = 0.0
+
+    def contract(self) -> dict[str, Any]:
+        return dict(self.__dict__)
 
 
 def body_text(skill: Skill) -> str:
@@ -66,21 +89,201 @@ def body_text(skill: Skill) -> str:
     return "\n".join(p for p in parts if p)
 
 
-def _row(entry: IndexedSkill) -> dict[str, object]:
+def _row(entry: IndexedSkill, sha: str = "", size: int = 0, mtime_ns: int = 0) -> dict[str, Any]:
     s = entry.skill
     body = body_text(s)
+    path = str(entry.path)
     return {
-        "id": str(entry.path), "name": s.name, "path": str(entry.path), "status": s.status, "kind": s.kind,
-        "repo": s.repo, "confidence": s.confidence, "title": s.title, "description": s.description,
+        "id": path, "name": s.name, "path": path, "root": entry.root or LIBRARY,
+        "status": "approved" if entry.root else s.status, "kind": s.kind, "repo": s.repo,
+        "languages": languages(s.name, s.description), "agents": agents(path, s.compatibility),
+        "confidence": s.confidence, "title": s.title, "description": s.description,
         "name_text": s.name.replace("-", " "), "body": body,
-        "keywords": keywords(f"{s.name} {s.description} {body}"),
+        "keywords": keywords(f"{s.name} {s.description} {body}"), "sha": sha, "size": size, "mtime_ns": mtime_ns,
     }
 
 
-def publish(skills: Iterable[IndexedSkill], target: Path | None = None) -> int:
-    """Build a fresh index from ``skills`` and atomically replace ``target`` with it."""
-    target = target or settings.recall_index_path()
+# -- the previous index -------------------------------------------------------------------------
+class Previous:
+    """Read-only view of the published index, to carry folders, feedback and unchanged rows over.
+
+    Folders and feedback are carried over from an index of any schema version (they must survive
+    an upgrade); rows and vectors only from one of this version.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.con: duckdb.DuckDBPyConnection | None = None
+        self.compatible = False
+        if not path.exists():
+            return
+        try:
+            self.con = connect(path, read_only=True)
+            version = self.con.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()
+            self.compatible = bool(version and version[0] == SCHEMA_VERSION)
+        except (IndexError_, duckdb.Error):
+            self.close()
+
+    def close(self) -> None:
+        if self.con is not None:
+            self.con.close()
+            self.con = None
+
+    def _query(self, sql: str, *params: Any) -> list[tuple[Any, ...]]:
+        if self.con is None:
+            return []
+        try:
+            return self.con.execute(sql, *params).fetchall()
+        except duckdb.Error:  # an older index without this table
+            return []
+
+    def ids(self) -> set[str]:
+        return {r[0] for r in self._query("SELECT id FROM skills")}
+
+    def folders(self) -> dict[str, str | None]:
+        return {r[0]: r[1] for r in self._query("SELECT path, repo FROM folders")}
+
+    def feedback(self) -> list[dict[str, Any]]:
+        rows = self._query(f"SELECT {', '.join(feedback.COLUMNS)} FROM skill_feedback")
+        return [feedback.normal(dict(zip(feedback.COLUMNS, r, strict=True))) for r in rows]
+
+    def rows(self, root: str) -> dict[str, dict[str, Any]]:
+        if not self.compatible:
+            return {}
+        rows = self._query(f"SELECT {', '.join(_REUSED)} FROM skills WHERE root = ?", [root])
+        return {r[0]: dict(zip(_REUSED, r, strict=True)) for r in rows}
+
+    def vectors(self, embedder: str) -> dict[str, list[float]]:
+        meta = self._query("SELECT value FROM meta WHERE key = 'embedder'")
+        if not self.compatible or not meta or meta[0][0] != embedder:
+            return {}
+        return {r[0]: list(r[1]) for r in self._query("SELECT s.id, v.v FROM vectors v JOIN skills s USING (doc)")}
+
+
+# -- scanning indexed folders -------------------------------------------------------------------
+def scan_folder(root: str, repo: str | None, previous: dict[str, dict[str, Any]],
+                report: PublishReport) -> Iterator[dict[str, Any]]:
+    """Rows for every SKILL.md below ``root``; unchanged files are taken from ``previous``."""
+    for found in folders.find_skill_files(Path(root)):
+        key = str(found.file.parent)
+        old = previous.get(key)
+        if old and old["size"] == found.size and old["mtime_ns"] == found.mtime_ns:
+            report.unchanged += 1
+            yield dict(old)
+            continue
+        try:
+            data = found.file.read_bytes()
+        except OSError as exc:
+            report.errors.append({"path": str(found.file), "reason": f"cannot read: {exc}"})
+            continue
+        sha = folders.sha256(data)
+        if old and old["sha"] == sha:
+            report.unchanged += 1
+            yield {**old, "size": found.size, "mtime_ns": found.mtime_ns}
+            continue
+        try:
+            skill = markdown.parse(data.decode("utf-8"), path=str(found.file))
+        except UnicodeDecodeError:
+            report.errors.append({"path": str(found.file), "reason": "not UTF-8 text"})
+            continue
+        except SkillFileError as exc:
+            report.errors.append({"path": str(found.file), "reason": exc.message})
+            continue
+        if repo and not skill.repo:
+            skill = skill.model_copy(update={"repo": repo})
+        if old:
+            report.updated += 1
+        else:
+            report.added += 1
+        yield _row(IndexedSkill(skill, found.file.parent, root), sha, found.size, found.mtime_ns)
+
+
+# -- publishing ---------------------------------------------------------------------------------
+@contextlib.contextmanager
+def publish_lock(target: Path, timeout: float = 300.0) -> Iterator[None]:
+    """Serialize publishers (a run and ``skillmill index``); readers never take it."""
     target.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        import fcntl
+    except ImportError:  # not POSIX: publishers are not serialized
+        yield
+        return
+    with open(target.with_name(target.name + ".lock"), "a+b") as handle:
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    raise IndexError_(f"another process has been publishing {target} for {timeout:.0f} s",
+                                      hint="wait for the running `skillmill run` or `skillmill index` to finish") from None
+                time.sleep(0.1)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+
+
+def normalize_folder(folder: str | Path) -> str:
+    return str(Path(folder).expanduser().absolute())
+
+
+def publish(skills: Iterable[IndexedSkill], target: Path | None = None, *,
+            add_folders: Iterable[str | Path] = (), forget_folders: Iterable[str | Path] = (),
+            known_folders: dict[str, str | None] | None = None, events: list[dict[str, Any]] | None = None,
+            embedder: Any = None) -> PublishReport:
+    """Build a fresh index from our library's ``skills`` plus the indexed folders, then swap it in.
+
+    Folders are those of the previous index (and ``known_folders`` from the state database),
+    plus ``add_folders``, minus ``forget_folders``. ``events`` are the feedback verdicts when the
+    caller read them from the state database; otherwise the previous index's are carried over.
+    Journaled verdicts are always included.
+    """
+    target = target or settings.recall_index_path()
+    clock = time.monotonic()
+    report = PublishReport(path=str(target))
+    with publish_lock(target):
+        previous = Previous(target)
+        try:
+            roots = {**previous.folders(), **(known_folders or {})}
+            for folder in add_folders:
+                path = normalize_folder(folder)
+                if not Path(path).is_dir():
+                    raise IndexError_(f"{folder} is not a folder", hint="pass the folder that holds <name>/SKILL.md")
+                roots[path] = folders.project_repo(Path(path))
+            for folder in forget_folders:
+                roots.pop(normalize_folder(folder), None)
+            verdicts = {e["id"]: e for e in (events if events is not None else previous.feedback())}
+            verdicts.update({e["id"]: e for e in feedback.events()})
+            old_ids = previous.ids()
+            rows: dict[str, dict[str, Any]] = {}
+            for entry in skills:
+                row = _row(entry)
+                rows[row["id"]] = row
+            for root, repo in sorted(roots.items()):
+                count = 0
+                for row in scan_folder(root, repo, previous.rows(root), report):
+                    if row["id"] not in rows:  # the library wins when a folder is indexed twice
+                        rows[row["id"]] = row
+                        count += 1
+                report.folders[root] = count
+            vectors = previous.vectors(embedder.name) if embedder is not None else {}
+        finally:
+            previous.close()
+        report.removed = len(old_ids - rows.keys())
+        report.skills = len(rows)
+        _write(target, list(rows.values()), roots, list(verdicts.values()), embedder, vectors)
+    report.embedder = embedder.name if embedder is not None else None
+    report.seconds = round(time.monotonic() - clock, 3)
+    return report
+
+
+def _write(target: Path, rows: list[dict[str, Any]], roots: dict[str, str | None], events: list[dict[str, Any]],
+           embedder: Any, vectors: dict[str, list[float]]) -> None:
+    totals = feedback.priors(events)
+    for doc, row in enumerate(rows):
+        row["doc"] = doc
+        row["prior"] = feedback.prior_for(totals, row["path"], row["name"])
     fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     os.close(fd)
     os.unlink(tmp_name)  # DuckDB must create the file itself
@@ -90,14 +293,25 @@ def publish(skills: Iterable[IndexedSkill], target: Path | None = None) -> int:
         try:
             load_fts(con)
             con.execute("CREATE TABLE meta (key VARCHAR PRIMARY KEY, value VARCHAR)")
-            con.execute("INSERT INTO meta VALUES ('schema', ?)", [SCHEMA_VERSION])
+            meta = {"schema": SCHEMA_VERSION, "servable": ",".join(sorted(SERVABLE)),
+                    "published_at": datetime.now(UTC).isoformat(), "embedder": embedder.name if embedder else ""}
+            con.executemany("INSERT INTO meta VALUES (?, ?)", list(meta.items()))
             columns = ", ".join(f"{k} {v}" for k, v in COLUMNS.items())
             con.execute(f"CREATE TABLE skills ({columns})")
-            count = bulk_insert(con, "skills", COLUMNS, (_row(s) for s in skills), scratch=target.parent / "tmp")
-            if count:
-                con.execute("PRAGMA create_fts_index('skills', 'id', 'name_text', 'description', 'body', "
-                            f"'keywords', stemmer='porter', stopwords='english', ignore='{FTS_IGNORE}', "
-                            "overwrite=1)")
+            bulk_insert(con, "skills", COLUMNS, rows, scratch=target.parent / "tmp")
+            con.execute("CREATE UNIQUE INDEX skills_doc ON skills (doc)")
+            con.execute("CREATE TABLE folders (path VARCHAR PRIMARY KEY, repo VARCHAR)")
+            if roots:
+                con.executemany("INSERT INTO folders VALUES (?, ?)", sorted(roots.items()))
+            con.execute("CREATE TABLE skill_feedback (id VARCHAR, skill VARCHAR, path VARCHAR, verdict VARCHAR, "
+                        "note VARCHAR, source VARCHAR, created_at TIMESTAMPTZ)")
+            if events:
+                con.executemany("INSERT INTO skill_feedback VALUES (?, ?, ?, ?, ?, ?, ?)",
+                                [[e.get(c) for c in feedback.COLUMNS] for e in events])
+            if rows:
+                lexical.build(con)
+            if embedder is not None and rows:
+                _embed(con, embedder, rows, vectors, target.parent / "tmp")
             con.execute("CHECKPOINT")
         finally:
             con.close()
@@ -106,4 +320,17 @@ def publish(skills: Iterable[IndexedSkill], target: Path | None = None) -> int:
         for leftover in (tmp, Path(f"{tmp}.wal")):
             with contextlib.suppress(OSError):
                 leftover.unlink()
-    return count
+
+
+def _embed(con: duckdb.DuckDBPyConnection, embedder: Any, rows: list[dict[str, Any]],
+           reuse: dict[str, list[float]], scratch: Path) -> None:
+    """Vectors for every skill; unchanged ones keep the vector of the previous index."""
+    from pipeline.recall.semantic import document_text
+
+    todo = [r for r in rows if r["id"] not in reuse]
+    fresh = dict(zip((r["id"] for r in todo), embedder.embed([document_text(r) for r in todo]), strict=True))
+    dim = int(embedder.dim)
+    con.execute(f"CREATE TABLE vectors (doc INTEGER, v FLOAT[{dim}])")
+    bulk_insert(con, "vectors", {"doc": "INTEGER", "v": f"FLOAT[{dim}]"},
+                ({"doc": r["doc"], "v": [float(x) for x in (reuse.get(r["id"]) or fresh[r["id"]])]} for r in rows),
+                scratch=scratch)

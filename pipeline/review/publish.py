@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pipeline.errors import IndexError_
 from pipeline.library import Library
-from pipeline.recall.index import IndexedSkill, publish
+from pipeline.recall.service import refresh
 from pipeline.summary import RunSummary
 
 
@@ -25,7 +25,8 @@ def republish(library: Library) -> int:
         with STATE_DB_LOCK:
             state = StateDB()
     except (IndexError_, duckdb.Error):  # a run is writing: publish what agents read, the run mirrors the rest
-        return publish(IndexedSkill.of(s) for s in library.entries(on_error=lambda *_: None))
+        # ``refresh`` without the state database keeps the folders and feedback the last index carried.
+        return refresh(list(library.entries(on_error=lambda *_: None))).skills
     try:
         return stages.index(state, library, RunSummary(library=str(library.root)))
     finally:

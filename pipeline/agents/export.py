@@ -1,0 +1,136 @@
+"""``skillmill export``: approved skills into an agent's native skills folder.
+
+Each exported skill folder gets a ``.skillmill-export`` marker (JSON: the skill, where it came
+from, and the hash of every file written). A later export updates folders that carry the
+marker and removes those whose skill is no longer approved; a folder without the marker is a
+person's own skill and is never touched, and a managed folder someone edited by hand is left
+alone (reported as ``modified``) rather than overwritten.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from pipeline.errors import UsageError
+from pipeline.library.store import SKILL_FILE, Library, atomic_write
+
+MARKER = ".skillmill-export"
+FOLDERS = {"claude-code": ".claude/skills", "codex": ".agents/skills", "gemini": ".gemini/skills"}
+
+
+def skills_dir(agent: str, project: Path | None) -> Path:
+    if agent not in FOLDERS:
+        raise UsageError(f"unknown agent {agent!r}", hint=f"use one of: {', '.join(FOLDERS)}")
+    return (project.expanduser().absolute() if project else Path.home()) / FOLDERS[agent]
+
+
+def _sha(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _files(folder: Path) -> dict[str, bytes]:
+    """The files of a skill folder to export (hidden files and caches left out)."""
+    out = {}
+    for file in sorted(folder.rglob("*")):
+        rel = file.relative_to(folder)
+        if file.is_file() and not any(p.startswith(".") or p == "__pycache__" for p in rel.parts):
+            out[rel.as_posix()] = file.read_bytes()
+    return out
+
+
+def _marker(folder: Path) -> dict[str, Any] | None:
+    try:
+        data = json.loads((folder / MARKER).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) and data.get("managed_by") == "skillmill" else None
+
+
+def _edited(folder: Path, marker: dict[str, Any]) -> bool:
+    """True when a managed folder no longer holds exactly what skillmill wrote."""
+    return {k: _sha(v) for k, v in _files(folder).items()} != marker.get("files", {})
+
+
+@dataclass
+class ExportReport:
+    target: str
+    created: list[str] = field(default_factory=list)
+    updated: list[str] = field(default_factory=list)
+    unchanged: list[str] = field(default_factory=list)
+    removed: list[str] = field(default_factory=list)
+    skipped: list[dict[str, str]] = field(default_factory=list)
+    dry_run: bool = False
+
+    def contract(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+    def describe(self) -> str:
+        verb = "Would export" if self.dry_run else "Exported"
+        lines = [f"{verb} to {self.target}: {len(self.created)} created, {len(self.updated)} updated, "
+                 f"{len(self.unchanged)} unchanged, {len(self.removed)} removed, {len(self.skipped)} left alone"]
+        for sign, names in (("+", self.created), ("~", self.updated), ("-", self.removed)):
+            lines += [f"  {sign} {n}" for n in names]
+        lines += [f"  ! {s['name']}: {s['reason']}" for s in self.skipped]
+        return "\n".join(lines)
+
+
+def export(agent: str, project: Path | None, library: Path, *, dry_run: bool = False) -> ExportReport:
+    target = skills_dir(agent, project)
+    report = ExportReport(target=str(target), dry_run=dry_run)
+    approved = {s.skill.name: s for s in Library(library).entries(on_error=lambda *_: None)
+                if s.skill.status == "approved"}
+    for name, stored in sorted(approved.items()):
+        folder = target / name
+        files = _files(stored.path)
+        if SKILL_FILE not in files:
+            continue
+        marker = _marker(folder) if folder.exists() else None
+        if folder.exists() and marker is None:
+            report.skipped.append({"name": name, "reason": f"{folder} is not managed by skillmill (a person's own skill)"})
+            continue
+        if marker is not None and _edited(folder, marker):
+            report.skipped.append({"name": name, "reason": f"{folder} was edited since the last export; "
+                                   f"delete {MARKER} to keep it yours, or the folder to re-export"})
+            continue
+        wanted = {k: _sha(v) for k, v in files.items()}
+        if marker is not None and marker.get("files") == wanted:
+            report.unchanged.append(name)
+            continue
+        (report.updated if marker is not None else report.created).append(name)
+        if not dry_run:
+            _write(folder, files, {"managed_by": "skillmill", "skill": name, "source": str(stored.path),
+                                   "exported_at": datetime.now(UTC).isoformat(), "files": wanted},
+                   stale=set(marker.get("files", {})) - set(files) if marker else set())
+    if target.is_dir():
+        for folder in sorted(p for p in target.iterdir() if p.is_dir() and p.name not in approved):
+            marker = _marker(folder)
+            if marker is None:
+                continue
+            if _edited(folder, marker):
+                report.skipped.append({"name": folder.name, "reason": "no longer approved, but edited by hand: kept"})
+                continue
+            report.removed.append(folder.name)
+            if not dry_run:
+                shutil.rmtree(folder)
+    return report
+
+
+def _write(folder: Path, files: dict[str, bytes], marker: dict[str, Any], stale: set[str]) -> None:
+    for rel, data in files.items():
+        _write_bytes(folder / rel, data)
+    for rel in stale:
+        (folder / rel).unlink(missing_ok=True)
+    atomic_write(folder / MARKER, json.dumps(marker, indent=2) + "\n")
+
+
+def _write_bytes(file: Path, data: bytes) -> None:
+    file.parent.mkdir(parents=True, exist_ok=True)
+    tmp = file.with_name(f".{file.name}.skillmill-tmp")
+    tmp.write_bytes(data)
+    tmp.replace(file)

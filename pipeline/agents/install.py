@@ -1,0 +1,228 @@
+"""``skillmill install``: register the task-start hook and the MCP server in an agent's settings.
+
+A plan lists each file and the entries skillmill adds or updates there; applying it merges
+those entries into the existing file (JSON or TOML) and keeps everything else the user has,
+byte for byte where the format allows. Running it twice changes nothing the second time.
+
+Where each agent reads them (user-wide, or with ``--project DIR``):
+
+| agent       | hook                                   | MCP server                              |
+|-------------|----------------------------------------|-----------------------------------------|
+| claude-code | ~/.claude/settings.json, DIR/.claude/settings.json | ~/.claude.json, DIR/.mcp.json |
+| codex       | ~/.codex/hooks.json, DIR/.codex/hooks.json         | ~/.codex/config.toml, DIR/.codex/config.toml |
+| gemini      | ~/.gemini/settings.json, DIR/.gemini/settings.json (hooks and mcpServers) |  |
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import shlex
+import shutil
+import sys
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pipeline import settings
+from pipeline.errors import UsageError
+from pipeline.library.store import atomic_write
+
+SERVER = "skillmill"
+HOOK_TIMEOUT_S = 10  # the agent's own limit; ours (`skillmill hook --timeout`) is shorter
+#: Events that get the hook, per agent.
+HOOK_EVENTS = {"claude-code": ("SessionStart", "UserPromptSubmit"), "codex": ("SessionStart", "UserPromptSubmit"),
+               "gemini": ("SessionStart", "BeforeAgent")}
+
+
+def executable() -> list[str]:
+    """How the agent should start skillmill: this installation's own executable, by absolute path."""
+    found = shutil.which("skillmill")
+    if found:
+        return [str(Path(found).absolute())]
+    return [sys.executable, "-m", "pipeline"]
+
+
+def _env() -> dict[str, str]:
+    """Environment the agent must pass so skillmill finds the same home and library."""
+    return {k: os.environ[k] for k in (settings.ENV_HOME, settings.ENV_LIBRARY) if os.environ.get(k)}
+
+
+def hook_command(agent: str) -> str:
+    env = " ".join(f"{k}={shlex.quote(v)}" for k, v in _env().items())
+    cmd = " ".join(shlex.quote(p) for p in [*executable(), "hook", agent])
+    return f"{env} {cmd}".strip()
+
+
+def _is_ours(command: str) -> bool:
+    return " hook " in f" {command} " and ("skillmill" in command or "pipeline" in command)
+
+
+@dataclass
+class Change:
+    file: Path
+    what: str
+    before: str | None
+    after: str
+
+    @property
+    def changed(self) -> bool:
+        return self.before != self.after
+
+
+@dataclass
+class Plan:
+    agent: str
+    scope: str
+    changes: list[Change] = field(default_factory=list)
+
+    def describe(self) -> str:
+        lines = [f"Plan: connect {self.agent} to skillmill ({self.scope})"]
+        for change in self.changes:
+            state = "create" if change.before is None else ("update" if change.changed else "unchanged")
+            lines.append(f"  {state:<9} {change.file}: {change.what}")
+        if not self.changes:
+            lines.append("  nothing to change")
+        return "\n".join(lines)
+
+    def contract(self, applied: bool) -> dict[str, Any]:
+        return {"agent": self.agent, "scope": self.scope, "applied": applied,
+                "changes": [{"file": str(c.file), "what": c.what, "action": "create" if c.before is None else
+                             ("update" if c.changed else "unchanged")} for c in self.changes]}
+
+    def apply(self) -> None:
+        for change in self.changes:
+            if change.changed:
+                if change.before is not None:
+                    backup = change.file.with_name(change.file.name + ".skillmill-backup")
+                    atomic_write(backup, change.before)
+                atomic_write(change.file, change.after)
+        self.changes = [c for c in self.changes if c.changed]
+
+
+# -- JSON settings ------------------------------------------------------------------------------
+def _read_json(file: Path) -> tuple[str | None, dict[str, Any]]:
+    if not file.exists():
+        return None, {}
+    text = file.read_text(encoding="utf-8")
+    try:
+        data = json.loads(text) if text.strip() else {}
+    except ValueError as exc:
+        raise UsageError(f"{file} is not valid JSON ({exc}); skillmill will not rewrite it",
+                         hint="fix the file, then run `skillmill install` again") from exc
+    if not isinstance(data, dict):
+        raise UsageError(f"{file} does not hold a JSON object", hint="fix the file, then run install again")
+    return text, data
+
+
+def _dump_json(data: dict[str, Any]) -> str:
+    return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+
+
+def _with_hooks(data: dict[str, Any], agent: str, events: tuple[str, ...], gemini: bool = False) -> dict[str, Any]:
+    """Add (or update) our hook under each event; other hooks stay as they are."""
+    hooks = data.setdefault("hooks", {})
+    command = hook_command(agent)
+    for event in events:
+        groups = [g for g in hooks.get(event, []) if isinstance(g, dict)]
+        others = [g for g in hooks.get(event, []) if not isinstance(g, dict)]
+        ours = {"type": "command", "command": command, "timeout": HOOK_TIMEOUT_S * (1000 if gemini else 1)}
+        if gemini:
+            ours["name"] = SERVER
+        placed = False
+        for group in groups:
+            handlers = group.get("hooks", [])
+            for i, handler in enumerate(handlers):
+                if isinstance(handler, dict) and _is_ours(str(handler.get("command", ""))):
+                    handlers[i] = ours
+                    placed = True
+        if not placed:
+            groups.append({"hooks": [ours]})
+        hooks[event] = groups + others
+    return data
+
+
+def _with_server(data: dict[str, Any], key: str = "mcpServers", typed: bool = True) -> dict[str, Any]:
+    exe = executable()
+    entry: dict[str, Any] = {"command": exe[0], "args": [*exe[1:], "mcp"]}
+    if typed:
+        entry = {"type": "stdio", **entry}
+    if _env():
+        entry["env"] = _env()
+    data.setdefault(key, {})[SERVER] = entry
+    return data
+
+
+def _json_change(file: Path, what: str, edit: Any) -> Change:
+    before, data = _read_json(file)
+    original = copy.deepcopy(data)
+    edited = edit(data)
+    # Already as wanted: keep the user's file byte for byte (their indentation, key order).
+    return Change(file, what, before, before if before is not None and edited == original else _dump_json(edited))
+
+
+# -- TOML (Codex) -------------------------------------------------------------------------------
+def _toml_server_block() -> str:
+    exe = executable()
+    lines = [f"[mcp_servers.{SERVER}]", f"command = {json.dumps(exe[0])}",
+             f"args = [{', '.join(json.dumps(a) for a in [*exe[1:], 'mcp'])}]"]
+    if _env():
+        lines.append(f"[mcp_servers.{SERVER}.env]")
+        lines += [f"{k} = {json.dumps(v)}" for k, v in _env().items()]
+    return "\n".join(lines) + "\n"
+
+
+def _with_toml_server(text: str) -> str:
+    """Replace our ``[mcp_servers.skillmill]`` tables (textually) or append them; the rest is untouched."""
+    lines = text.splitlines(keepends=True)
+    out: list[str] = []
+    skipping = False
+    for line in lines:
+        stripped = line.strip()
+        if stripped.startswith("["):
+            header = stripped.strip("[]").strip()
+            skipping = header == f"mcp_servers.{SERVER}" or header.startswith(f"mcp_servers.{SERVER}.")
+        if not skipping:
+            out.append(line)
+    body = "".join(out).rstrip("\n")
+    result = (body + "\n\n" if body else "") + _toml_server_block()
+    tomllib.loads(result)  # never write a file the agent cannot read
+    return result
+
+
+def _toml_change(file: Path) -> Change:
+    before = file.read_text(encoding="utf-8") if file.exists() else None
+    if before is not None:
+        try:
+            tomllib.loads(before)
+        except tomllib.TOMLDecodeError as exc:
+            raise UsageError(f"{file} is not valid TOML ({exc}); skillmill will not rewrite it",
+                             hint="fix the file, then run `skillmill install` again") from exc
+    return Change(file, f"MCP server [mcp_servers.{SERVER}]", before, _with_toml_server(before or ""))
+
+
+# -- the plan -----------------------------------------------------------------------------------
+def plan(agent: str, project: Path | None = None) -> Plan:
+    base = project.expanduser().absolute() if project else Path.home()
+    scope = f"project {base}" if project else "user-wide"
+    events = HOOK_EVENTS[agent]
+    hooks_what = f"hook `{SERVER} hook {agent}` on {' and '.join(events)}"
+    changes: list[Change] = []
+    if agent == "claude-code":
+        changes.append(_json_change(base / ".claude" / "settings.json", hooks_what,
+                                    lambda d: _with_hooks(d, agent, events)))
+        mcp_file = base / ".mcp.json" if project else base / ".claude.json"
+        changes.append(_json_change(mcp_file, f"MCP server `{SERVER}` (mcpServers)", lambda d: _with_server(d)))
+    elif agent == "codex":
+        changes.append(_json_change(base / ".codex" / "hooks.json", hooks_what, lambda d: _with_hooks(d, agent, events)))
+        changes.append(_toml_change(base / ".codex" / "config.toml"))
+    elif agent == "gemini":
+        def edit(d: dict[str, Any]) -> dict[str, Any]:
+            return _with_server(_with_hooks(d, agent, events, gemini=True), typed=False)
+
+        changes.append(_json_change(base / ".gemini" / "settings.json", f"{hooks_what}; MCP server `{SERVER}`", edit))
+    else:
+        raise UsageError(f"unknown agent {agent!r}", hint="use claude-code, codex or gemini")
+    return Plan(agent, scope, changes)

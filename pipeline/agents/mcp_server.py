@@ -1,0 +1,105 @@
+"""``skillmill mcp``: the recall index as an MCP server over stdio (official ``mcp`` SDK).
+
+Tools:
+
+* ``recall_skills(task, budget)`` — the brief for a task: the approved skills that fit, within
+  a token budget (the same ranking as ``skillmill recall``);
+* ``get_skill(name)`` — one skill's full SKILL.md (by name, or by the path recall gave);
+* ``skill_feedback(name, verdict, note)`` — helpful / not_helpful / wrong / stale; journaled at
+  once (never blocked by a running nightly), then fed into ranking and review.
+
+The index is reopened when a run publishes a new one, so a long-lived server never serves
+yesterday's skills.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Literal
+
+from pipeline import settings
+
+INSTRUCTIONS = (
+    "skillmill serves the procedures, pitfalls and checks this team's agents learned on earlier tasks, "
+    "as Agent Skills approved by a person. Call recall_skills with the task at the start of a task; read a "
+    "skill with get_skill before following it; afterwards tell skill_feedback whether it helped."
+)
+
+
+class _Index:
+    """The published index, reopened when the file is replaced."""
+
+    def __init__(self) -> None:
+        self._index: Any = None
+        self._stamp: tuple[int, int] | None = None
+
+    def get(self) -> Any:
+        from pipeline.recall import RecallIndex
+
+        path = settings.recall_index_path()
+        st = path.stat()  # a missing index raises below with a hint
+        stamp = (st.st_ino, st.st_mtime_ns)
+        if self._index is None or stamp != self._stamp:
+            if self._index is not None:
+                self._index.close()
+            self._index, self._stamp = RecallIndex(path), stamp
+        return self._index
+
+
+def build_server() -> Any:
+    from mcp.server.mcpserver import MCPServer
+
+    from pipeline import __version__
+    from pipeline.errors import SkillmillError
+    from pipeline.recall import feedback, pack
+    from pipeline.recall.brief import skill_body
+
+    server = MCPServer(name="skillmill", instructions=INSTRUCTIONS, version=__version__)
+    index = _Index()
+
+    def _open() -> Any:
+        try:
+            return index.get()
+        except FileNotFoundError:
+            raise SkillmillError("no recall index yet", hint="run `skillmill index` or `skillmill run`") from None
+
+    @server.tool()
+    def recall_skills(task: str, budget: int = 2000) -> str:
+        """The approved skills that fit a task, as a Markdown brief within `budget` tokens
+        (name, when to use it and path of each; full text of the best ones that fit)."""
+        hits = _open().search(task, limit=5)
+        return pack(task, hits, max(1, int(budget))).markdown()
+
+    @server.tool()
+    def get_skill(name: str) -> str:
+        """The full SKILL.md of an approved skill, by name (or by the path recall_skills gave)."""
+        found = _open().get(name)
+        if not found:
+            return f"No approved skill called {name!r}. Use recall_skills to find skills by task."
+        best = found[0]
+        try:
+            text = (Path(best["path"]) / "SKILL.md").read_text(encoding="utf-8")
+        except OSError:
+            text = skill_body(best["path"]) or best["description"]
+        others = "".join(f"\n(another skill of this name: {f['path']})" for f in found[1:])
+        return f"<!-- {best['path']}/SKILL.md -->\n{text}{others}"
+
+    @server.tool()
+    def skill_feedback(name: str, verdict: Literal["helpful", "not_helpful", "wrong", "stale"],
+                       note: str = "") -> str:
+        """Say whether a skill helped: helpful, not_helpful, wrong (it misled) or stale (outdated).
+        Recorded for ranking and for the people who review skills."""
+        found = _open().get(name)
+        path = found[0]["path"] if found else None
+        event = feedback.record(name, verdict, note, path=path, source="mcp")
+        known = "" if found else " (no approved skill has this name; kept anyway)"
+        return f"Recorded {event['verdict']} for {name}{known}. Thank you."
+
+    return server
+
+
+def serve() -> None:
+    """Run the server on stdio until the client disconnects."""
+    os.environ.setdefault("DO_NOT_TRACK", "1")
+    build_server().run("stdio")

@@ -1,0 +1,77 @@
+"""Agent-facing commands: ``mcp``, ``hook``, ``install``, ``export``."""
+
+from __future__ import annotations
+
+import click
+
+from pipeline.agents.cli import command as hook_command
+from pipeline.cli._output import emit_json
+
+AGENTS = ("claude-code", "codex", "gemini")
+
+
+@click.command("mcp")
+def mcp_command() -> None:
+    """Serve recall_skills, get_skill and skill_feedback over MCP (stdio)."""
+    from pipeline.agents.mcp_server import serve
+
+    serve()
+
+
+@click.command("install")
+@click.option("--agent", required=True, type=click.Choice(AGENTS), help="The agent to connect.")
+@click.option("--project", type=click.Path(file_okay=False), help="Install into this project, not user-wide.")
+@click.option("--dry-run", is_flag=True, help="Show the plan and change nothing.")
+@click.option("--json", "as_json", is_flag=True, help="Print the plan as JSON.")
+def install_command(agent: str, project: str | None, dry_run: bool, as_json: bool) -> None:
+    """Register skillmill with an agent: the task-start hook and the MCP server.
+
+    Shows the plan first (each file and what changes in it), then applies it. Only skillmill's
+    own entries are added or updated; every other setting in those files is kept as it is.
+    """
+    from pathlib import Path
+
+    from pipeline.agents import install
+
+    plan = install.plan(agent, Path(project) if project else None)
+    if as_json:
+        emit_json(plan.contract(applied=not dry_run))
+    else:
+        click.echo(plan.describe())
+    if dry_run:
+        if not as_json:
+            click.echo("Dry run: nothing was changed.")
+        return
+    plan.apply()
+    if not as_json:
+        click.echo("Done." if plan.changes else "Already installed: nothing to change.")
+
+
+@click.command("export")
+@click.option("--agent", required=True, type=click.Choice(AGENTS), help="The agent whose skills folder to fill.")
+@click.option("--project", type=click.Path(file_okay=False), help="Export into this project, not user-wide.")
+@click.option("--library", type=click.Path(file_okay=False), help="Skill library folder.")
+@click.option("--dry-run", is_flag=True, help="Show what would change and change nothing.")
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+def export_command(agent: str, project: str | None, library: str | None, dry_run: bool, as_json: bool) -> None:
+    """Write the approved skills into the agent's native skills folder.
+
+    .claude/skills (Claude Code), .agents/skills (Codex), .gemini/skills (Gemini CLI), in
+    --project or in your home folder. Exported folders carry a .skillmill-export marker: a later
+    export updates or removes them, and never touches a skill folder without it.
+    """
+    from pathlib import Path
+
+    from pipeline import config, settings
+    from pipeline.agents import export
+
+    lib = config.load({"library": library}).library
+    report = export.export(agent, Path(project) if project else None,
+                           Path(lib) if lib else settings.library_dir(), dry_run=dry_run)
+    if as_json:
+        emit_json(report.contract())
+        return
+    click.echo(report.describe())
+
+
+COMMANDS = (mcp_command, hook_command, install_command, export_command)

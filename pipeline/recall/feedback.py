@@ -1,0 +1,174 @@
+"""What agents say about the skills they were given: stored, never lost, never blocking.
+
+``skill_feedback`` (MCP) may be called while a nightly run holds the state database: DuckDB
+then refuses every other process, and even a short write from here could make a starting run
+fail. So feedback is first written to a journal, one small JSON file per verdict under
+``$SKILLMILL_HOME/feedback/`` (atomic, fsynced), and the process that owns the state database
+(the run's index stage, ``skillmill index``) moves it into the ``skill_feedback`` table.
+
+Feedback feeds ranking (a prior published with the recall index: recently helpful skills rise,
+wrong or stale ones sink, with a 30-day half-life) and review (``events()`` lists it).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import tempfile
+import uuid
+from collections.abc import Iterable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from pipeline import settings
+from pipeline.errors import UsageError
+
+VERDICTS = ("helpful", "not_helpful", "wrong", "stale")
+#: How much one fresh verdict moves a skill's prior.
+EFFECT = {"helpful": 0.15, "not_helpful": -0.1, "wrong": -0.3, "stale": -0.2}
+HALF_LIFE_DAYS = 30.0
+PRIOR_RANGE = (0.3, 1.5)
+COLUMNS = ("id", "skill", "path", "verdict", "note", "source", "created_at")
+
+
+def journal_dir() -> Path:
+    return settings.home() / "feedback"
+
+
+def record(skill: str, verdict: str, note: str = "", *, path: str | None = None, source: str = "cli") -> dict[str, Any]:
+    """Journal one verdict and return it. Returns at once; never touches the state database."""
+    if verdict not in VERDICTS:
+        raise UsageError(f"unknown verdict {verdict!r}", hint=f"use one of: {', '.join(VERDICTS)}")
+    event = {"id": uuid.uuid4().hex, "skill": skill, "path": path, "verdict": verdict, "note": note or "",
+             "source": source, "created_at": datetime.now(UTC).isoformat()}
+    folder = journal_dir()
+    folder.mkdir(parents=True, exist_ok=True)
+    name = f"{datetime.now(UTC).strftime('%Y%m%dT%H%M%S%f')}-{event['id']}.json"
+    fd, tmp = tempfile.mkstemp(prefix=".", suffix=".tmp", dir=folder)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            json.dump(event, handle)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, folder / name)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    return event
+
+
+def journaled() -> list[tuple[Path, dict[str, Any]]]:
+    """Verdicts not yet moved into the state database (unreadable files are left in place)."""
+    folder = journal_dir()
+    if not folder.is_dir():
+        return []
+    found = []
+    for file in sorted(folder.glob("*.json")):
+        try:
+            event = json.loads(file.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        if isinstance(event, dict) and event.get("id") and event.get("verdict") in VERDICTS:
+            found.append((file, event))
+    return found
+
+
+def drain(con: Any) -> int:
+    """Move journaled verdicts into ``skill_feedback`` (the caller owns the state database).
+
+    Idempotent: a crash between the commit and the unlink re-inserts nothing (ids are keys).
+    """
+    pending = journaled()
+    if not pending:
+        return 0
+    con.execute("BEGIN TRANSACTION")
+    try:
+        for _file, e in pending:
+            con.execute("INSERT OR IGNORE INTO skill_feedback VALUES (?, ?, ?, ?, ?, ?, ?)",
+                        [e["id"], e.get("skill"), e.get("path"), e["verdict"], e.get("note") or "",
+                         e.get("source") or "", e.get("created_at")])
+        con.execute("COMMIT")
+    except BaseException:
+        con.execute("ROLLBACK")
+        raise
+    for file, _event in pending:
+        with contextlib.suppress(OSError):
+            file.unlink()
+    return len(pending)
+
+
+def stored(con: Any) -> list[dict[str, Any]]:
+    """Verdicts in a database holding a ``skill_feedback`` table (state DB or a recall index)."""
+    rows = con.execute(f"SELECT {', '.join(COLUMNS)} FROM skill_feedback ORDER BY created_at").fetchall()
+    return [normal(dict(zip(COLUMNS, r, strict=True))) for r in rows]
+
+
+def events(con: Any | None = None) -> list[dict[str, Any]]:
+    """Every verdict: stored ones (when ``con`` is given) and journaled ones, oldest first."""
+    merged = {e["id"]: e for e in (stored(con) if con is not None else [])}
+    for _file, e in journaled():
+        merged.setdefault(e["id"], normal(e))
+    return sorted(merged.values(), key=lambda e: e["created_at"])
+
+
+def summary(events: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per skill: verdict counts and the last note, the most negative first (what review needs)."""
+    per: dict[str, dict[str, Any]] = {}
+    for e in events:
+        row = per.setdefault(e["skill"], {"skill": e["skill"], "verdicts": {}, "last_note": "", "last_at": ""})
+        row["verdicts"][e["verdict"]] = row["verdicts"].get(e["verdict"], 0) + 1
+        if e.get("note"):
+            row["last_note"] = e["note"]
+        row["last_at"] = max(row["last_at"], str(e["created_at"]))
+    score = {"helpful": 1, "not_helpful": -1, "wrong": -3, "stale": -2}
+    return sorted(per.values(), key=lambda r: (sum(score[v] * n for v, n in r["verdicts"].items()), r["skill"]))
+
+
+def normal(event: dict[str, Any]) -> dict[str, Any]:
+    created = event.get("created_at")
+    if isinstance(created, datetime):
+        event["created_at"] = created.astimezone(UTC).isoformat()
+    return {k: event.get(k) for k in COLUMNS}
+
+
+def priors(events: Iterable[dict[str, Any]], now: datetime | None = None) -> dict[str, float]:
+    """Ranking multipliers keyed by skill path and by skill name (for verdicts without a path)."""
+    now = now or datetime.now(UTC)
+    totals: dict[str, float] = {}
+    for e in events:
+        try:
+            when = datetime.fromisoformat(str(e["created_at"]))
+        except ValueError:
+            continue
+        if when.tzinfo is None:
+            when = when.replace(tzinfo=UTC)
+        age = max(0.0, (now - when).total_seconds() / 86400)
+        effect = EFFECT.get(str(e["verdict"]), 0.0) * 0.5 ** (age / HALF_LIFE_DAYS)
+        key = f"path:{e['path']}" if e.get("path") else f"name:{e['skill']}"
+        totals[key] = totals.get(key, 0.0) + effect
+    return totals
+
+
+def prior_for(totals: dict[str, float], path: str, name: str) -> float:
+    low, high = PRIOR_RANGE
+    return min(high, max(low, 1.0 + totals.get(f"path:{path}", 0.0) + totals.get(f"name:{name}", 0.0)))
+
+
+# -- state database tables (migrations 05x_, applied by pipeline.index.state) ------------------
+def _m050_recall_folders(con: Any) -> None:
+    con.execute("""
+        CREATE TABLE recall_folders (
+            path VARCHAR PRIMARY KEY, repo VARCHAR, added_at TIMESTAMPTZ, indexed_at TIMESTAMPTZ, skills INTEGER)""")
+
+
+def _m051_skill_feedback(con: Any) -> None:
+    con.execute("""
+        CREATE TABLE skill_feedback (
+            id VARCHAR PRIMARY KEY, skill VARCHAR, path VARCHAR, verdict VARCHAR, note VARCHAR, source VARCHAR,
+            created_at TIMESTAMPTZ)""")
+
+
+MIGRATIONS = [("050_recall_folders", _m050_recall_folders), ("051_skill_feedback", _m051_skill_feedback)]
