@@ -201,8 +201,10 @@ def local_server(server: Server, *, timeout: float = 180.0,
                  notify: Callable[[str], None] = lambda message: None) -> Iterator[Path | None]:
     """Start ``prefect server start`` at ``server.url`` for as long as the block runs (when asked to).
 
-    Its output goes to ``$SKILLMILL_HOME/logs/prefect-server.log``; it runs in its own process
-    group, stopped (and, if it does not stop, killed) on the way out, however the block ends.
+    Its output goes to ``$SKILLMILL_HOME/logs/prefect-server.log`` and its pid to ``prefect-server.pid``
+    beside it. It runs in its own process group, so that Ctrl-C reaches the runner first (which
+    pauses the schedule through it) and the server after: stopped, or killed if it does not stop,
+    on the way out however the block ends.
     """
     if not server.start:
         if not server.running:
@@ -219,6 +221,8 @@ def local_server(server: Server, *, timeout: float = 180.0,
         process = subprocess.Popen([sys.executable, "-m", "prefect", "server", "start", "--host", host,
                                     "--port", port], stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                    start_new_session=True, env={**os.environ, **settings.OFFLINE_ENV})
+    pid_file = log.with_suffix(".pid")  # its own session, so Ctrl-C here reaches it only through us: say who it is
+    pid_file.write_text(f"{process.pid}\n", encoding="utf-8")
     try:
         deadline = time.monotonic() + timeout
         while not healthy(server.url, timeout=2.0):
@@ -233,6 +237,8 @@ def local_server(server: Server, *, timeout: float = 180.0,
         yield log
     finally:
         stop_process_group(process)
+        with contextlib.suppress(OSError):
+            pid_file.unlink()
 
 
 def stop_process_group(process: subprocess.Popen, grace: float = 15.0) -> None:
