@@ -124,7 +124,7 @@ def test_config_show_prints_every_value_with_its_origin(isolated_home: Path, mon
     code, text = _show()
     assert code == 0 and text.startswith(f"# config file: {path}\n")
     assert 'model = "openai/from-env"' in text and "# env SKILLMILL_MODEL" in text
-    assert 'cron = "0 2 * * *"' in text and "# default ($SKILLMILL_CRON overrides)" in text
+    assert 'cron = "0 2 * * *"' in text and "# default; $SKILLMILL_CRON overrides" in text
     # The text is TOML (origins are comments): written back as a config file, it loads to the same values.
     parsed = tomllib.loads(text)
     assert parsed["llm"]["model"] == "openai/from-env" and parsed["sources"]["paths"] == ["~/logs"]

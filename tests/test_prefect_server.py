@@ -150,10 +150,11 @@ def test_a_team_deployment_on_a_work_pool_runs_on_a_worker(tmp_path: Path, proce
 
     prefect("work-pool", "create", "skillmill", "--type", "process")
     prefect("--no-prompt", "deploy", "flows/nightly.py:nightly", "--name", "team-nightly", "--pool", "skillmill",
-            "--cron", "0 2 * * *")
+            "--cron", "0 2 * * *", "--timezone", "UTC", "--param", "paths=[]")
     deployment = httpx.get(f"{api}/deployments/name/skillmill-nightly/team-nightly", timeout=10).json()
     assert deployment["work_pool_name"] == "skillmill" and deployment["entrypoint"] == "flows/nightly.py:nightly"
     assert [s["schedule"]["cron"] for s in deployment["schedules"]] == ["0 2 * * *"]
+    assert deployment["parameters"] == {"paths": []}  # scheduled runs read the places `skillmill sources` lists
     assert deployment["pull_steps"][0]["prefect.deployments.steps.set_working_directory"]["directory"] == str(ROOT)
 
     processes.start("worker", [str(BIN / "prefect"), "worker", "start", "--pool", "skillmill"],

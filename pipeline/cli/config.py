@@ -45,7 +45,7 @@ def show(as_json: bool) -> None:
         if head != (section or ""):
             section = head
             click.echo(f"\n[{section}]")
-        hint = f" (${env[key]} overrides)" if key in env and not origin.startswith("env") else ""
+        hint = f"; ${env[key]} overrides" if key in env and not origin.startswith("env") else ""
         name = leaf or key
         text = f"# {name} = (unset)" if value is None else f"{name} = {_toml(value)}"  # TOML has no null
         click.echo(f"{text:<48} # {origin}{hint}")

@@ -53,7 +53,7 @@ def _print_plan(p: SchedulePlan, heading: str) -> None:
     echo = click.echo
     echo(f"{heading}: flow {p.flow}, deployment {p.deployment} ({p.entrypoint})")
     echo(f"  cron       {p.cron.value}  ({p.timezone.value})    from {p.cron.origin}; zone from {p.timezone.origin}")
-    echo(f"  next runs  {', '.join(_short(t) for t in p.next_runs)}")
+    echo(f"  next runs  {', '.join(_short(t, p.timezone.value) for t in p.next_runs)}")
     echo(f"  library    {p.library.value}    from {p.library.origin}")
     echo(f"  home       {p.home}    (state database, run history, config)")
     found = sum(s["files"] or 0 for s in p.sources)
@@ -71,7 +71,8 @@ def _print_plan(p: SchedulePlan, heading: str) -> None:
     echo(f"  UI         {server.ui}")
 
 
-def _short(iso: str) -> str:
+def _short(iso: str, zone: str) -> str:
     from datetime import datetime
+    from zoneinfo import ZoneInfo
 
-    return datetime.fromisoformat(iso).strftime("%a %Y-%m-%d %H:%M %Z")
+    return datetime.fromisoformat(iso).astimezone(ZoneInfo(zone)).strftime("%a %Y-%m-%d %H:%M %Z")
