@@ -25,12 +25,15 @@ import zoneinfo
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, Field
 
 from pipeline import settings
 from pipeline.errors import SkillmillError, UsageError
+
+if TYPE_CHECKING:
+    from pipeline.config import Config
 
 FLOW = "skillmill-nightly"
 DEPLOYMENT = "nightly"
@@ -134,7 +137,7 @@ class SchedulePlan(BaseModel):
     server: Server
 
 
-def plan(cfg: Any, *, library: str | None = None) -> SchedulePlan:
+def plan(cfg: Config) -> SchedulePlan:
     """The schedule, from the effective config (``config.load`` with the command's flags applied)."""
     from pipeline import config as config_module
     from pipeline.ingest.sources import Ignore, configured_sources
@@ -144,8 +147,8 @@ def plan(cfg: Any, *, library: str | None = None) -> SchedulePlan:
     zone_origin = cfg.source_of("schedule.timezone")
     if cfg.schedule.timezone is None:
         zone_origin = "default (this machine's zone)"
-    lib_key, lib_value, lib_origin = next(row for row in config_module.entries(cfg) if row[0] == "library")
-    lib = str(Path(library or lib_value).expanduser().resolve())
+    _, lib_value, lib_origin = next(row for row in config_module.entries(cfg) if row[0] == "library")
+    lib = str(Path(lib_value).expanduser().resolve())  # fixed now: the deployment's parameter, shown in the UI
     ignore = Ignore(cfg.sources.ignore_paths)
     return SchedulePlan(
         cron=Setting(value=cron, origin=cfg.source_of("schedule.cron")),
