@@ -51,13 +51,16 @@ def main() -> None:
 
 def _register() -> None:
     from pipeline.cli import agents as agent_commands
+    from pipeline.cli import config as config_command
     from pipeline.cli import eval as eval_command
     from pipeline.cli import feedback as feedback_command
     from pipeline.cli import formats, ingest, recall, redact, review, run, sources
     from pipeline.cli import index as index_command
+    from pipeline.cli import runs as runs_command
+    from pipeline.cli import schedule as schedule_command
 
     for module in (run, ingest, recall, formats, sources, review, redact, index_command, eval_command,
-                   feedback_command):
+                   feedback_command, config_command, runs_command, schedule_command):
         main.add_command(module.command)
     for command in agent_commands.COMMANDS:
         main.add_command(command)
