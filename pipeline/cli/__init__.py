@@ -6,6 +6,7 @@ Commands live in one module each and register on the group below; heavy imports
 
 from __future__ import annotations
 
+import os
 import sys
 
 import click
@@ -29,6 +30,9 @@ class SkillmillGroup(click.Group):
             sys.exit(1)
         except (click.exceptions.Exit, click.exceptions.ClickException, click.exceptions.Abort, SystemExit):
             raise
+        except BrokenPipeError:  # the reader went away (``skillmill ... | head``): not an error
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            sys.exit(0)
         except Exception as exc:  # a bug: keep the traceback in a file, not on the user's screen
             log = _output.save_traceback(exc)
             _output.fail(SkillmillError(f"internal error: {type(exc).__name__}: {exc}",
