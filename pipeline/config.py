@@ -17,6 +17,11 @@ stages add their fields here, in one place.
     [llm]
     model = "openai/gpt-5-mini"
     budget_usd = 2.0
+
+    [run]
+    task_runner = "dask"                     # "thread" (default) or "dask"
+    dask_address = "tcp://scheduler:8786"    # unset: a LocalCluster on this machine
+    concurrency = 4                          # distillation tasks in flight at once
 """
 
 from __future__ import annotations
@@ -25,7 +30,7 @@ import os
 import re
 import tomllib
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
@@ -83,12 +88,23 @@ class RecallConfig(_Section):
     embedder: str | None = Field(None, description="Semantic channel: <kind>:<local path>, e.g. static:/models/m2v.")
 
 
+class RunConfig(_Section):
+    """How a run spreads its work (``pipeline/execution/runners.py``)."""
+
+    task_runner: Literal["thread", "dask"] = Field(
+        "thread", description="thread: a thread pool in the run's process; dask: a Dask cluster (prefect-dask).")
+    dask_address: str | None = Field(None, description="Scheduler of an existing Dask cluster (tcp://host:8786); "
+                                                       "unset: a LocalCluster of `concurrency` worker processes.")
+    concurrency: int = Field(4, ge=1, description="Distillation tasks running at once (threads or Dask workers).")
+
+
 class Config(_Section):
     library: str | None = None
     sources: SourcesConfig = Field(default_factory=SourcesConfig)
     redaction: RedactionConfig = Field(default_factory=RedactionConfig)
     llm: LLMConfig = Field(default_factory=LLMConfig)
     recall: RecallConfig = Field(default_factory=RecallConfig)
+    run: RunConfig = Field(default_factory=RunConfig)
     #: dotted key -> "default" | "file <path>" | "env <NAME>" | "flag"
     origin: dict[str, str] = Field(default_factory=dict, exclude=True)
 
@@ -104,6 +120,9 @@ ENV_KEYS = {
     "SKILLMILL_BUDGET_USD": "llm.budget_usd",
     "SKILLMILL_BUDGET_TOKENS": "llm.budget_tokens",
     "SKILLMILL_EMBEDDER": "recall.embedder",
+    "SKILLMILL_TASK_RUNNER": "run.task_runner",
+    "SKILLMILL_DASK_ADDRESS": "run.dask_address",
+    "SKILLMILL_CONCURRENCY": "run.concurrency",
 }
 
 
