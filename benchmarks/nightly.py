@@ -213,7 +213,8 @@ def run_cli(args: list[str], home: Path) -> dict:
     env = {**os.environ, "SKILLMILL_HOME": str(home), "PYTHONPATH": str(ROOT), "PYTHONUNBUFFERED": "1"}
     env.pop("PREFECT_API_URL", None)
     started = time.monotonic()
-    proc = subprocess.Popen([sys.executable, "-m", "pipeline", *args], stdout=subprocess.PIPE,
+    out = tempfile.TemporaryFile("w+")  # not a pipe: a large --json output would block the child while we read stderr
+    proc = subprocess.Popen([sys.executable, "-m", "pipeline", *args], stdout=out,
                             stderr=subprocess.PIPE, text=True, env=env, cwd=ROOT)
     rss = TreeRSS(proc.pid)
     stages: dict[str, float] = {}
@@ -225,8 +226,10 @@ def run_cli(args: list[str], home: Path) -> dict:
         elif m := re.match(r"skillmill: (\w+): done .*in ([\d.]+) s", line):
             stages[m[1]] = float(m[2])
             marks[f"{m[1]}-"] = time.monotonic() - started
-    stdout = proc.stdout.read() if proc.stdout else ""
     code = proc.wait()
+    out.seek(0)
+    stdout = out.read()
+    out.close()
     wall = time.monotonic() - started
     peak = rss.stop()
     last = stdout.strip().splitlines()[-1] if stdout.strip() else "{}"
