@@ -24,6 +24,7 @@ Goal: <= 120 s and <= 1 GB for 1,000 sessions on a 2-core machine.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import re
@@ -39,7 +40,7 @@ from pathlib import Path
 import orjson
 import psutil
 
-from pipeline.ingest import ingest_file, iter_files
+from pipeline.ingest import ingest_file
 
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS = Path(os.environ.get("SKILLMILL_SHARED", "/work/shared")) / "trajectories"
@@ -195,10 +196,8 @@ class TreeRSS:
                 return
             rss = 0
             for proc in procs:
-                try:
+                with contextlib.suppress(psutil.Error):
                     rss += proc.memory_info().rss
-                except psutil.Error:
-                    pass
             self.peak = max(self.peak, rss)
             self._stop.wait(self.every)
 
@@ -213,23 +212,23 @@ def run_cli(args: list[str], home: Path) -> dict:
     env = {**os.environ, "SKILLMILL_HOME": str(home), "PYTHONPATH": str(ROOT), "PYTHONUNBUFFERED": "1"}
     env.pop("PREFECT_API_URL", None)
     started = time.monotonic()
-    out = tempfile.TemporaryFile("w+")  # not a pipe: a large --json output would block the child while we read stderr
-    proc = subprocess.Popen([sys.executable, "-m", "pipeline", *args], stdout=out,
-                            stderr=subprocess.PIPE, text=True, env=env, cwd=ROOT)
-    rss = TreeRSS(proc.pid)
-    stages: dict[str, float] = {}
-    marks: dict[str, float] = {}
-    assert proc.stderr is not None
-    for line in proc.stderr:
-        if m := re.match(r"skillmill: (\w+): started", line):
-            marks.setdefault(f"{m[1]}+", time.monotonic() - started)
-        elif m := re.match(r"skillmill: (\w+): done .*in ([\d.]+) s", line):
-            stages[m[1]] = float(m[2])
-            marks[f"{m[1]}-"] = time.monotonic() - started
-    code = proc.wait()
-    out.seek(0)
-    stdout = out.read()
-    out.close()
+    # stdout goes to a file, not a pipe: a large --json output would block the child while stderr is read
+    with tempfile.TemporaryFile("w+") as out:
+        proc = subprocess.Popen([sys.executable, "-m", "pipeline", *args], stdout=out,
+                                stderr=subprocess.PIPE, text=True, env=env, cwd=ROOT)
+        rss = TreeRSS(proc.pid)
+        stages: dict[str, float] = {}
+        marks: dict[str, float] = {}
+        assert proc.stderr is not None
+        for line in proc.stderr:
+            if m := re.match(r"skillmill: (\w+): started", line):
+                marks.setdefault(f"{m[1]}+", time.monotonic() - started)
+            elif m := re.match(r"skillmill: (\w+): done .*in ([\d.]+) s", line):
+                stages[m[1]] = float(m[2])
+                marks[f"{m[1]}-"] = time.monotonic() - started
+        code = proc.wait()
+        out.seek(0)
+        stdout = out.read()
     wall = time.monotonic() - started
     peak = rss.stop()
     last = stdout.strip().splitlines()[-1] if stdout.strip() else "{}"
