@@ -1,7 +1,9 @@
 """Append steps in order; calls and results pair themselves; ``build()`` derives the rest.
 
 Format plugins only translate their records into builder calls, so pairing, truncation,
-task selection, redaction and the content id are written once.
+task selection and redaction are written once. The content id is not set here: it hashes the
+outcome too, which ``pipeline.ingest.ingest_file`` infers after the parser is done, so that is
+where it is computed (once -- it serializes the whole trajectory).
 
 Redaction happens here, at the boundary: every text a plugin hands over (messages, commands,
 outputs, paths, diffs, the task, header fields such as ``cwd``) is redacted once, before it
@@ -177,7 +179,7 @@ class TrajectoryBuilder:
             first = next((s for s in self.steps if s.kind is StepKind.USER and not s.meta and s.text.strip()), None)
             task = self._redactor.sanitize(first.text, then=str.strip)[0] if first is not None else None
         return Trajectory(**fields, task=task, steps=self.steps, outcome=self.outcome or Outcome(),
-                          redactions=self.redactions).with_id()
+                          redactions=self.redactions)
 
 
 def _clip(text: str) -> str:
