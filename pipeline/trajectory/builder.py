@@ -18,7 +18,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from pipeline.redact import Sanitized, current
-from pipeline.trajectory.model import Outcome, Redaction, Step, StepKind, Trajectory, clip
+from pipeline.trajectory.model import MAX_STEP_TEXT, Outcome, Redaction, Step, StepKind, Trajectory, clip
 
 
 def parse_time(value: Any) -> datetime | None:
@@ -99,7 +99,8 @@ class TrajectoryBuilder:
             extra["paths"] = [self._clean(p, index, "paths") for p in extra["paths"]]
         # A shell call's text is its command: redacted (and counted) once.
         full = extra["command"] if same_as_command else self._clean(text or "", index, "text")
-        shown = self._redactor.sanitize(full, then=_clip)[0]  # clipped after redaction, never before
+        # Clipped after redaction, never before; text that fits is the redacted text itself (no copy).
+        shown = full if len(full) <= MAX_STEP_TEXT else self._redactor.sanitize(full, then=_clip)[0]
         step = Step(index=index, kind=kind, timestamp=parse_time(timestamp), text=shown, text_size=len(full),
                     **extra)
         self.steps.append(step)
