@@ -64,14 +64,13 @@ class Redactor:
                                    rules.UrlRule(), rules.AuthorizationRule(),
                                    assignments.KeywordAssignmentRule(), assignments.EntropyAssignmentRule()]
         self.rules[:0] = [_config_rule(kind, pattern) for kind, pattern in (extra_patterns or {}).items()]
+        self._view, self._aws_pairs = rules.View, rules.aws_pairs  # not an import per text
 
     def find(self, text: str) -> list[Finding]:
         """Non-overlapping findings, in text order."""
         if len(text) < _MIN_TEXT:
             return []
-        from pipeline.redact.rules import View, aws_pairs
-
-        view = View(text)
+        view = self._view(text)
         candidates: list[Candidate] = []
         for rule in self.rules:
             if rule.wanted(view):
@@ -79,7 +78,7 @@ class Redactor:
         if not candidates:
             return []
         if any(c.kind == "aws-access-key-id" for c in candidates):
-            candidates.extend(aws_pairs(view))
+            candidates.extend(self._aws_pairs(view))
         if self.allow:
             candidates = self._allowed_removed(text, candidates)
         candidates.sort(key=lambda c: (-c.priority, c.start, -(c.end - c.start)))
