@@ -127,7 +127,7 @@ def ingest_file(path: Path, *, checkpoint: Checkpoint | None = None,
     try:
         for trajectory in parsed:
             trajectory.outcome = infer_outcome(trajectory)
-            trajectories.append(trajectory.with_id())
+            trajectories.append(trajectory.with_id())  # the one place the id is set: it hashes the outcome
     except OSError as exc:
         report.error(f"read failed part-way: {exc.strerror or exc}")
     except SkillmillError:

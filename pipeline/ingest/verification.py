@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
 from pipeline.trajectory import Step, StepKind, Trajectory
-from pipeline.trajectory.commands import CHECKS, Purpose, classify, edited_paths, first_line, segments
+from pipeline.trajectory.commands import CHECKS, Action, Purpose, classify, edited_paths, first_line, segments
 
 _TEST_PATH = re.compile(r"(^|/)(tests?|testing|__tests__|spec|specs)/|(^|/)(test_[^/]*|[^/]*_test\.\w+|"
                         r"[^/]*\.(test|spec)\.\w+|[^/]*Tests?\.java|conftest\.py)$")
@@ -163,9 +163,12 @@ def analyze(trajectory: Trajectory) -> Verification:
     touched: set[str] = set()
     scripts_run: set[str] = set()
     removed: set[str] = set()
+    # What each call does, worked out once: classify() parses shell commands (shlex) and the
+    # passes below ask it up to five times per call.
+    actions = {call.index: classify(call) for call in calls}
     for call in calls:
         command = call.command or ""
-        purpose = classify(call).purpose
+        purpose = actions[call.index].purpose
         if purpose is Purpose.SUBMIT:
             v.submitted = call
         new = _CREATES.findall(first_line(command)) if command else []
@@ -198,7 +201,7 @@ def analyze(trajectory: Trajectory) -> Verification:
     if v.patch is not None:
         kept = {f for f in v.patch if not scratch(f)}
     else:
-        edited = {p for c in calls for p in classify(c).paths if classify(c).purpose is Purpose.EDIT}
+        edited = {p for c in calls for p in actions[c.index].paths if actions[c.index].purpose is Purpose.EDIT}
         kept = {p for p in edited if not scratch(p) and p.removeprefix("./") not in removed}
     v.files = {f for f in kept if not is_test_path(f) and not _DOC_PATH.search(f)}
     if v.files and v.patch:
@@ -206,13 +209,13 @@ def analyze(trajectory: Trajectory) -> Verification:
             r"^-(?!--)\s*\S", diff, re.M))
     v.files = v.files or kept  # a change of only tests or docs is still the work to judge
 
-    v.change_steps = [c.index for c in calls if _changes_code(trajectory, c, v.files, created)]
+    v.change_steps = [c.index for c in calls if _changes_code(trajectory, c, actions[c.index], v.files, created)]
 
     for call in calls:
-        check = _check(trajectory, call, v, created, scratch)
+        check = _check(trajectory, call, actions[call.index], v, created, scratch)
         if check is not None:
             v.checks.append(check)
-        elif call.index > v.last_change >= 0 and classify(call).purpose is Purpose.RUN and _ok(
+        elif call.index > v.last_change >= 0 and actions[call.index].purpose is Purpose.RUN and _ok(
                 trajectory.result_of(call)):
             v.adhoc_after_change += 1
     for check in v.checks:  # a failure the project had before the change is not the change's
@@ -238,11 +241,11 @@ def reaction(text: str) -> str | None:
     return "positive" if _POSITIVE.search(opening) else None
 
 
-def _changes_code(trajectory: Trajectory, call: Step, files: set[str], created: dict[str, Step]) -> bool:
+def _changes_code(trajectory: Trajectory, call: Step, action: Action, files: set[str],
+                  created: dict[str, Step]) -> bool:
     """True for a call that changed one of the change's files (and did not fail)."""
     if _ok(trajectory.result_of(call)) is False:
         return False
-    action = classify(call)
     command = call.command or ""
     touches = any(_same_file(p, f) for p in action.paths for f in files)
     if action.purpose is Purpose.EDIT and touches:
@@ -257,10 +260,10 @@ def _changes_code(trajectory: Trajectory, call: Step, files: set[str], created: 
     return False
 
 
-def _check(trajectory: Trajectory, call: Step, v: Verification, created: dict[str, Step],
+def _check(trajectory: Trajectory, call: Step, action: Action, v: Verification, created: dict[str, Step],
            scratch: Callable[[str], bool]) -> Check | None:
     """The call as a project check, or None (not a check, ad-hoc, or no result to judge)."""
-    purpose = classify(call).purpose
+    purpose = action.purpose
     command = call.command or ""
     if purpose is Purpose.RUN:  # only running one of the project's own test files counts
         scripts = _scripts_run(command)

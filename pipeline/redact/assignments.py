@@ -35,6 +35,9 @@ from pipeline.redact.rules import PRIORITY_ASSIGNMENT, PRIORITY_ENTROPY, Candida
 _KEYWORDS = tuple(
     (word, re.compile(word + rb"[a-z0-9_.-]{0,40}(?:\\?[\"'])?(?:[ \t]*(?::=|=>|=|:)[ \t]*|[ \t]+)"))
     for word in (b"pass", b"pwd", b"secret", b"token", b"key", b"cred", b"auth"))
+#: Any keyword: a gate for short texts (``KeywordAssignmentRule.wanted``), not a detector.
+_ANY_KEYWORD = re.compile(b"|".join(word for word, _ in _KEYWORDS))
+_GATE_MAX = 512
 # The value: quoted (also JSON-escaped quotes) or bare.
 _VALUE = re.compile(rb"(?P<q>\\?[\"'`])(?P<quoted>[^\"'`\\\n]{1,256})(?P=q)|(?P<bare>[^\s\"'`,;)\]}\\<>|&]{1,256})")
 _NAME_REVERSED = re.compile(rb"[A-Za-z0-9_.-]{0,64}")
@@ -135,7 +138,10 @@ class KeywordAssignmentRule:
 
     @staticmethod
     def wanted(view: View) -> bool:
-        return True  # the keyword checks are the gate
+        # Most texts are short and hold no keyword at all (9 in 10 in the shared corpus): one
+        # search for any of them is cheaper there than setting up the per-keyword scan. Long text
+        # nearly always holds one, so it goes straight to that scan.
+        return len(view.lower) > _GATE_MAX or _ANY_KEYWORD.search(view.lower) is not None
 
     def find(self, view: View) -> Iterator[Candidate]:
         seen: set[int] = set()

@@ -56,8 +56,10 @@ class Sanitized(str):
 
     @classmethod
     def __get_pydantic_core_schema__(cls, source: Any, handler: GetCoreSchemaHandler) -> core_schema.CoreSchema:
+        # ``str()`` in pydantic-core, not a Python callback: a trajectory's JSON (its content id,
+        # the state DB) has tens of thousands of text fields.
         return core_schema.with_info_plain_validator_function(
-            _validate, serialization=core_schema.plain_serializer_function_ser_schema(_as_str, when_used="json"))
+            _validate, serialization=core_schema.to_string_ser_schema(when_used="json"))
 
     @classmethod
     def __get_pydantic_json_schema__(cls, schema: core_schema.CoreSchema,
@@ -68,10 +70,6 @@ class Sanitized(str):
 def _make(text: str) -> Sanitized:
     """The private factory: only the redactor (and unpickling a Sanitized) call it."""
     return str.__new__(Sanitized, text)
-
-
-def _as_str(value: str) -> str:
-    return str(value)
 
 
 EMPTY = _make("")

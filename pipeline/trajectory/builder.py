@@ -1,7 +1,9 @@
 """Append steps in order; calls and results pair themselves; ``build()`` derives the rest.
 
 Format plugins only translate their records into builder calls, so pairing, truncation,
-task selection, redaction and the content id are written once.
+task selection and redaction are written once. The content id is not set here: it hashes the
+outcome too, which ``pipeline.ingest.ingest_file`` infers after the parser is done, so that is
+where it is computed (once -- it serializes the whole trajectory).
 
 Redaction happens here, at the boundary: every text a plugin hands over (messages, commands,
 outputs, paths, diffs, the task, header fields such as ``cwd``) is redacted once, before it
@@ -16,7 +18,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from pipeline.redact import Sanitized, current
-from pipeline.trajectory.model import Outcome, Redaction, Step, StepKind, Trajectory, clip
+from pipeline.trajectory.model import MAX_STEP_TEXT, Outcome, Redaction, Step, StepKind, Trajectory, clip
 
 
 def parse_time(value: Any) -> datetime | None:
@@ -97,7 +99,8 @@ class TrajectoryBuilder:
             extra["paths"] = [self._clean(p, index, "paths") for p in extra["paths"]]
         # A shell call's text is its command: redacted (and counted) once.
         full = extra["command"] if same_as_command else self._clean(text or "", index, "text")
-        shown = self._redactor.sanitize(full, then=_clip)[0]  # clipped after redaction, never before
+        # Clipped after redaction, never before; text that fits is the redacted text itself (no copy).
+        shown = full if len(full) <= MAX_STEP_TEXT else self._redactor.sanitize(full, then=_clip)[0]
         step = Step(index=index, kind=kind, timestamp=parse_time(timestamp), text=shown, text_size=len(full),
                     **extra)
         self.steps.append(step)
@@ -177,7 +180,7 @@ class TrajectoryBuilder:
             first = next((s for s in self.steps if s.kind is StepKind.USER and not s.meta and s.text.strip()), None)
             task = self._redactor.sanitize(first.text, then=str.strip)[0] if first is not None else None
         return Trajectory(**fields, task=task, steps=self.steps, outcome=self.outcome or Outcome(),
-                          redactions=self.redactions).with_id()
+                          redactions=self.redactions)
 
 
 def _clip(text: str) -> str:
