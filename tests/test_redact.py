@@ -122,6 +122,21 @@ def test_names_without_secrets_and_code_references_are_not_redacted(redactor: Re
         assert redactor.find(line) == [], line
 
 
+def test_secrets_given_as_command_line_flags_are_redacted(redactor: Redactor) -> None:
+    flagged = {
+        "mysql -u root --password Hunter2Secret9 app": ("Hunter2Secret9", "password"),
+        "gh auth login --token abcd1234efgh5678": ("abcd1234efgh5678", "token"),
+        "deploy --db-password 'Xk9!vq2Lw' --dry-run": ("Xk9!vq2Lw", "password"),
+        "my-cli -api-key Zq8xW3kLp0Vb7nR2 run": ("Zq8xW3kLp0Vb7nR2", "api-key"),
+    }
+    for line, (value, kind) in flagged.items():
+        redacted, counts = redactor.redact(line)
+        assert value not in redacted and counts == {kind: 1}, line
+    for line in ["the token is abcd1234efgh5678", "run --password-file ./pw.txt", "pytest --tb short",
+                 "llm --max-tokens 4096", "git log --key value"]:
+        assert redactor.find(line) == [], line
+
+
 def test_masks_never_show_more_than_a_quarter_of_a_value() -> None:
     for secret in Factory(3).secrets():
         shown = mask(secret.value, secret.kind).split("\u2026")[0]

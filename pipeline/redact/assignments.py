@@ -86,11 +86,16 @@ _MIN_ENTROPY = ((24, 3.7), (32, 3.9), (40, 4.1), (10_000, 4.3))
 _ASSIGN = re.compile(rb"[=:][ \t]*(\\?[\"'`])?([A-Za-z0-9+/_-]{20,512}={0,2})")
 
 
-def _name_before(data: bytes, position: int) -> str:
-    """The identifier that ends at ``position``, blanks and a closing quote skipped (at most 64 characters)."""
+def _name_before(data: bytes, position: int, *, raw: bool = False) -> str:
+    """The identifier that ends at ``position``, blanks and a closing quote skipped (at most 64 characters).
+
+    Leading dots and dashes are dropped unless ``raw``: ``--db-password`` names ``db-password``,
+    and only the raw form tells that it was a command-line flag.
+    """
     window = data[max(0, position - 72):position][::-1]
     match = _NAME_REVERSED.match(window, len(window) - len(window.lstrip(b" \t\"'\\")))
-    return match.group()[::-1].decode().lstrip(".-") if match else ""
+    name = match.group()[::-1].decode() if match else ""
+    return name if raw else name.lstrip(".-")
 
 
 def _kind(words: list[str]) -> str | None:
@@ -158,8 +163,9 @@ class KeywordAssignmentRule:
         for match in pattern.finditer(view.lower):
             start, stop = match.span()
             operator = match.group()
-            name = _name_before(data, start) + text[start:stop].rstrip(" \t:=>\"'\\")
-            if b"=" not in operator and b":" not in operator and not name.startswith("-"):
+            prefix = _name_before(data, start, raw=True)
+            name = prefix.lstrip(".-") + text[start:stop].rstrip(" \t:=>\"'\\")
+            if b"=" not in operator and b":" not in operator and not prefix.startswith("-"):
                 continue  # `token is ...`: prose, not `--token value`
             kind = _kind(name_words(name.lstrip("-")))
             if kind is None:
