@@ -1,10 +1,12 @@
-"""Build and publish the recall index: one small DuckDB file, replaced atomically.
+"""Build and publish the recall index: one small DuckDB file and its serving snapshot, replaced atomically.
 
 The index holds our library's skills and those of every folder indexed with
 ``skillmill index --skills DIR``, the lexical postings, optional embeddings, the feedback
 priors and the list of indexed folders. It is derived data, written to a temporary file and
 renamed over ``recall.duckdb``: a reader that opened the old file keeps reading it, a new
-reader gets the new one, and nobody ever meets a write lock. Publishers (a run's index stage,
+reader gets the new one, and nobody ever meets a write lock. The same publish copies what
+queries read into ``recall.serve.sqlite`` (``pipeline.recall.serving``), renamed into place
+just before. Publishers (a run's index stage,
 ``skillmill index``) take ``recall.lock`` so two of them never drop each other's changes.
 
 Re-indexing is incremental: a folder skill whose file has the same size and mtime (or, when
@@ -32,7 +34,7 @@ from pipeline.index.db import bulk_insert, connect, load_fts
 from pipeline.library import markdown
 from pipeline.library.model import SERVABLE, Skill
 from pipeline.library.store import StoredSkill
-from pipeline.recall import feedback, folders, lexical
+from pipeline.recall import feedback, folders, lexical, serving
 from pipeline.recall.text import agents, keywords, languages
 
 SCHEMA_VERSION = "5"
@@ -288,6 +290,7 @@ def _write(target: Path, rows: list[dict[str, Any]], roots: dict[str, str | None
     os.close(fd)
     os.unlink(tmp_name)  # DuckDB must create the file itself
     tmp = Path(tmp_name)
+    snapshot_tmp = Path(f"{tmp}{serving.SUFFIX}")
     try:
         con = connect(tmp)
         try:
@@ -312,12 +315,15 @@ def _write(target: Path, rows: list[dict[str, Any]], roots: dict[str, str | None
                 lexical.build(con)
             if embedder is not None and rows:
                 _embed(con, embedder, rows, vectors, target.parent / "tmp")
+            # The same publish, from the tables just built: what queries read (see serving.py).
+            serving.write(con, snapshot_tmp, meta)
             con.execute("CHECKPOINT")
         finally:
             con.close()
-        os.replace(tmp, target)
+        os.replace(snapshot_tmp, serving.path_for(target))
+        os.replace(tmp, target)  # last: a new recall.duckdb marks a finished publish
     finally:
-        for leftover in (tmp, Path(f"{tmp}.wal")):
+        for leftover in (tmp, Path(f"{tmp}.wal"), snapshot_tmp):
             with contextlib.suppress(OSError):
                 leftover.unlink()
 
