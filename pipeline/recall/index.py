@@ -37,7 +37,8 @@ from pipeline.library.store import StoredSkill
 from pipeline.recall import feedback, folders, lexical, serving
 from pipeline.recall.text import agents, keywords, languages
 
-SCHEMA_VERSION = "5"
+#: 6: postings, vocabulary and surface words live in the serving snapshot (``serving.py``), not here.
+SCHEMA_VERSION = "6"
 COLUMNS = {
     "doc": "INTEGER", "id": "VARCHAR", "name": "VARCHAR", "path": "VARCHAR", "root": "VARCHAR",
     "status": "VARCHAR", "kind": "VARCHAR", "repo": "VARCHAR", "languages": "VARCHAR[]", "agents": "VARCHAR[]",
@@ -294,10 +295,13 @@ def _write(target: Path, rows: list[dict[str, Any]], roots: dict[str, str | None
     try:
         con = connect(tmp)
         try:
+            con.execute("SET enable_progress_bar = false")  # DuckDB draws it on stdout, which carries --json
             load_fts(con)
             con.execute("CREATE TABLE meta (key VARCHAR PRIMARY KEY, value VARCHAR)")
+            lexical_key = lexical.fingerprint(rows, salt=duckdb.__version__) if rows else ""
             meta = {"schema": SCHEMA_VERSION, "servable": ",".join(sorted(SERVABLE)),
-                    "published_at": datetime.now(UTC).isoformat(), "embedder": embedder.name if embedder else ""}
+                    "published_at": datetime.now(UTC).isoformat(), "embedder": embedder.name if embedder else "",
+                    "lexical": lexical_key}
             con.executemany("INSERT INTO meta VALUES (?, ?)", list(meta.items()))
             columns = ", ".join(f"{k} {v}" for k, v in COLUMNS.items())
             con.execute(f"CREATE TABLE skills ({columns})")
@@ -311,12 +315,14 @@ def _write(target: Path, rows: list[dict[str, Any]], roots: dict[str, str | None
             if events:
                 con.executemany("INSERT INTO skill_feedback VALUES (?, ?, ?, ?, ?, ?, ?)",
                                 [[e.get(c) for c in feedback.COLUMNS] for e in events])
-            if rows:
+            # The lexical tables are computed again only when the text they come from changed.
+            reuse = serving.reusable(serving.path_for(target), lexical_key) if rows else None
+            if rows and reuse is None:
                 lexical.build(con)
             if embedder is not None and rows:
                 _embed(con, embedder, rows, vectors, target.parent / "tmp")
             # The same publish, from the tables just built: what queries read (see serving.py).
-            serving.write(con, snapshot_tmp, meta)
+            serving.write(con, snapshot_tmp, meta, lexical_from=reuse)
             con.execute("CHECKPOINT")
         finally:
             con.close()

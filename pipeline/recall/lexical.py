@@ -66,19 +66,17 @@ def build(con: duckdb.DuckDBPyConnection) -> None:
     parts = " UNION ALL ".join(
         f"SELECT doc, {i}::TINYINT AS field, unnest({_tokens(name)}) AS t FROM skills"
         for i, name in enumerate(FIELDS))
-    # Each token counted once per document and field, then each distinct token stemmed once: a
-    # corpus has millions of tokens but tens of thousands of words.
-    con.execute(f"CREATE TEMP TABLE raw AS SELECT doc, field, t, count(*)::INTEGER AS n FROM ({parts}) "
-                "WHERE t <> '' GROUP BY ALL")
+    # Stem each distinct token once: a corpus has millions of tokens but tens of thousands of words.
+    con.execute(f"CREATE TEMP TABLE raw AS SELECT * FROM ({parts}) WHERE t <> ''")
     con.execute(f"""
         CREATE TEMP TABLE stems AS SELECT t, stem(t, 'porter') AS term
         FROM (SELECT DISTINCT t FROM raw) WHERE t NOT IN ({stop})""")
+    con.execute("CREATE TEMP TABLE occ AS SELECT doc, field, term FROM raw JOIN stems USING (t)")
     # Every word seen -> its stem: queries are stemmed by lookup, so the reader never loads the
     # FTS extension (~50 ms of CPU per hook call).
     con.execute("CREATE TEMP TABLE surface AS SELECT t, term FROM stems ORDER BY t")
-    con.execute("CREATE TEMP TABLE tf AS SELECT term, doc, field, sum(n)::INTEGER AS tf FROM raw JOIN stems USING (t) "
-                "GROUP BY ALL")
-    con.execute("CREATE TEMP TABLE flen AS SELECT doc, field, sum(tf)::INTEGER AS len FROM tf GROUP BY ALL")
+    con.execute("CREATE TEMP TABLE tf AS SELECT term, doc, field, count(*)::INTEGER AS tf FROM occ GROUP BY ALL")
+    con.execute("CREATE TEMP TABLE flen AS SELECT doc, field, count(*)::INTEGER AS len FROM occ GROUP BY ALL")
     con.execute("""
         CREATE TEMP TABLE favg AS
         SELECT field, sum(len)::DOUBLE / (SELECT count(*) FROM skills) AS avg FROM flen GROUP BY field""")
@@ -97,8 +95,27 @@ def build(con: duckdb.DuckDBPyConnection) -> None:
                    * tf.tf * ({K1} + 1) / (tf.tf + {K1} * (1 - {B} + {B} * l.len / a.avg)))::FLOAT AS w
         FROM tf JOIN vocab v USING (term) JOIN flen l USING (doc, field) JOIN favg a USING (field), n
         GROUP BY v.termid, tf.doc""")
-    for table in ("raw", "stems", "tf", "flen", "favg"):
+    for table in ("raw", "stems", "occ", "tf", "flen", "favg"):
         con.execute(f"DROP TABLE {table}")
+
+
+def fingerprint(rows: list[dict[str, Any]], salt: str = "") -> str:
+    """A hash of all the lexical tables are computed from: every document's indexed fields in
+    document order, this module's settings and ``salt`` (the DuckDB version, whose stemmer runs).
+
+    Equal fingerprints mean equal tables, so a publish whose skills read the same as the last
+    one's (a nightly run that found nothing new, feedback that only moved priors) copies them
+    instead of computing them again.
+    """
+    import hashlib
+
+    digest = hashlib.sha256(repr((salt, FIELDS, WEIGHTS, K1, B, MAX_POSTINGS, TOKENS_SQL, sorted(STOPWORDS))).encode())
+    for row in rows:
+        for name in FIELDS:
+            data = (row[name] or "").encode("utf-8", "surrogatepass")
+            digest.update(len(data).to_bytes(8, "little"))
+            digest.update(data)
+    return digest.hexdigest()
 
 
 def postings(con: duckdb.DuckDBPyConnection, top: int = MAX_POSTINGS) -> Iterator[tuple[int, Any, Any]]:

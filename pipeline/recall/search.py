@@ -249,7 +249,7 @@ def _duplicate(a: dict[str, Any], b: dict[str, Any]) -> bool:
 def _schema_version() -> str:
     # Imported lazily: pipeline.recall.index pulls in the library model (pydantic), which the
     # query path does not need. Keep this literal in step with index.SCHEMA_VERSION (a test checks).
-    return "5"
+    return "6"
 
 
 def recall(query: str, *, limit: int = 5, include_candidates: bool = False, path: Path | None = None,

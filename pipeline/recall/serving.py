@@ -54,12 +54,27 @@ def path_for(index: Path) -> Path:
 
 
 # -- writing (the publisher, inside the publish lock) -------------------------------------------
-def write(con: object, target: Path, meta: dict[str, str]) -> None:
+def reusable(previous: Path, lexical_key: str) -> Path | None:
+    """``previous`` if its lexical tables were computed from the same input (``lexical.fingerprint``)."""
+    try:
+        snapshot = Snapshot(previous)
+    except IndexError_:
+        return None
+    try:
+        meta = snapshot.meta
+        return previous if meta.get("serving") == FORMAT and lexical_key and meta.get("lexical") == lexical_key else None
+    finally:
+        snapshot.close()
+
+
+def write(con: object, target: Path, meta: dict[str, str], *, lexical_from: Path | None = None) -> None:
     """Copy what queries read from the DuckDB index being built (``con``) into a new file ``target``.
 
     ``con`` holds ``skills`` and, when there are any, the lexical tables of ``lexical.build``
     and ``vectors``. Postings are stored as little-endian int32 documents and float32 weights,
-    best first, cut to what a query reads (``lexical.postings``).
+    best first, cut to what a query reads (``lexical.postings``). With ``lexical_from`` (a
+    previous snapshot of the same lexical input, see :func:`reusable`) the lexical tables are
+    copied from it instead.
     """
     from pipeline.recall import lexical
 
@@ -72,7 +87,13 @@ def write(con: object, target: Path, meta: dict[str, str]) -> None:
                         [(*r[:6], ",".join(r[6] or ()), ",".join(r[7] or ()), *r[8:]) for r in skills])
         out.execute("CREATE INDEX skills_name ON skills (name)")
         out.execute("CREATE INDEX skills_path ON skills (path)")
-        if "weights" in tables:
+        if lexical_from is not None:
+            out.execute("ATTACH DATABASE ? AS previous", [str(lexical_from)])
+            for table in ("surface", "vocab", "postings"):
+                out.execute(f"INSERT INTO {table} SELECT * FROM previous.{table}")
+            out.commit()
+            out.execute("DETACH DATABASE previous")
+        elif "weights" in tables:
             out.executemany("INSERT INTO surface VALUES (?, ?)",
                             con.execute("SELECT t, term FROM surface").fetchall())  # type: ignore[attr-defined]
             out.executemany("INSERT INTO vocab VALUES (?, ?, ?)",
