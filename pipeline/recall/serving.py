@@ -34,8 +34,10 @@ SKILL_COLUMNS = ("doc", "name", "path", "description", "status", "repo", "langua
                  "root")
 #: A query reads at most this many bound parameters per statement (SQLite's limit is 32766).
 _CHUNK = 500
-#: Decoded posting lists kept per process (``--queries`` and the MCP server ask many queries).
-_CACHE_TERMS = 20_000
+#: Decoded posting lists (up to 32 KiB each) and word stems kept per process: ``--queries``
+#: and the MCP server ask many queries, mostly with the same words.
+_CACHE_TERMS = 4_000
+_CACHE_WORDS = 100_000
 
 _SCHEMA = """
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT) WITHOUT ROWID;
@@ -145,6 +147,8 @@ class Snapshot:
 
     def stems(self, words: list[str]) -> dict[str, str]:
         """word -> its stem, for the words the index has seen (cached, including misses)."""
+        if len(self._stems) > _CACHE_WORDS:
+            self._stems.clear()
         todo = [w for w in dict.fromkeys(words) if w not in self._stems]
         if todo:
             found = dict(self.select_in("SELECT t, term FROM surface WHERE t IN ({})", todo))  # type: ignore[arg-type]
@@ -159,10 +163,10 @@ class Snapshot:
 
     def postings(self, termids: list[int]) -> list[tuple[array[int], array[float]]]:
         """Each term's (documents, weights), best first."""
+        if len(self._postings) > _CACHE_TERMS:
+            self._postings.clear()
         todo = [t for t in dict.fromkeys(termids) if t not in self._postings]
         if todo:
-            if len(self._postings) + len(todo) > _CACHE_TERMS:
-                self._postings.clear()
             for termid, docs, ws in self.select_in("SELECT termid, docs, ws FROM postings WHERE termid IN ({})", todo):
                 self._postings[termid] = (_decode("i", docs), _decode("f", ws))  # type: ignore[index,arg-type]
         empty: tuple[array[int], array[float]] = (array("i"), array("f"))
