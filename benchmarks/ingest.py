@@ -1,14 +1,14 @@
 """Ingest throughput and memory on the shared corpus, next to bare ``orjson.loads`` in the same run.
 
-    PYTHONPATH=. python benchmarks/ingest.py [--repeat 5] [--scales 1,4] [--corpus DIR]
+    PYTHONPATH=. python benchmarks/ingest.py [--repeat 5] [--scales 1,4] [--by kind|format] [--corpus DIR]
 
 Every file of the corpus some registered format reads is ingested ``--repeat`` times over
 (``ingest_file``: detection, parsing, outcome, content id), and the same bytes are parsed
 as many times by the cheapest possible reader -- ``orjson.loads`` per line for
 JSONL, per document for JSON, ``decode`` + ``splitlines`` for text (Aider's Markdown has no
 JSON to parse). Passes alternate so that neither side gets a warmer cache; the best pass of
-each, in CPU time, is kept. Printed per kind and in total: MB/s, the ratio to the baseline,
-sessions/s.
+each, in CPU time, is kept. Printed per kind (or, with ``--by format``, per trajectory format)
+and in total: MB/s, the ratio to the baseline, sessions/s.
 
 Memory: for each ``--scales`` factor a fresh process ingests a copy of the corpus made that many
 times larger *per file* (JSONL sessions repeated with their ids renamed so nothing is deduplicated,
@@ -58,13 +58,16 @@ def kind_of(path: Path) -> str:
     return "jsonl" if len(probe.records) > 1 or path.suffix == ".jsonl" else "json"
 
 
-def corpus_files(root: Path) -> dict[str, list[Path]]:
-    """The trajectory files of the corpus by kind (files no format reads are left out)."""
-    by_kind: dict[str, list[Path]] = defaultdict(list)
+def corpus_files(root: Path, by: str = "kind") -> dict[str, list[tuple[Path, str]]]:
+    """The trajectory files of the corpus, ``(path, kind)``, grouped by kind or by format
+    (files no format reads are left out)."""
+    groups: dict[str, list[tuple[Path, str]]] = defaultdict(list)
     for path in iter_files([root]):
-        if detect(Probe.read(path)) is not None:
-            by_kind[kind_of(path)].append(path)
-    return dict(by_kind)
+        fmt = detect(Probe.read(path))
+        if fmt is not None:
+            kind = kind_of(path)
+            groups[kind if by == "kind" else fmt.name].append((path, kind))
+    return dict(groups)
 
 
 def raw_parse(path: Path, kind: str) -> None:
@@ -82,43 +85,44 @@ def raw_parse(path: Path, kind: str) -> None:
         data.decode("utf-8", errors="replace").splitlines()
 
 
-def throughput(by_kind: dict[str, list[Path]], repeat: int) -> dict[str, dict[str, float]]:
-    """Per kind: the best of ``repeat`` alternating passes, in CPU seconds of this process.
+def throughput(groups: dict[str, list[tuple[Path, str]]], repeat: int) -> dict[str, dict[str, float]]:
+    """Per group: the best of ``repeat`` alternating passes, in CPU seconds of this process.
 
     CPU time and the best pass keep other processes on a shared machine from skewing the ratio.
     """
     rows: dict[str, dict[str, float]] = {}
-    for kind, files in sorted(by_kind.items()):
-        size = sum(p.stat().st_size for p in files)
+    for group, files in sorted(groups.items()):
+        size = sum(p.stat().st_size for p, _ in files)
         raw_times, ours_times = [], []
         sessions = 0
         for _ in range(repeat):
             gc.collect()
             start = time.process_time()
-            for path in files:
+            for path, kind in files:
                 raw_parse(path, kind)
             raw_times.append(time.process_time() - start)
             gc.collect()
             start = time.process_time()
             sessions = 0
-            for path in files:
+            for path, _ in files:
                 sessions += len(ingest_file(path)[1])
             ours_times.append(time.process_time() - start)
-        rows[kind] = {"files": len(files), "mb": size / 1e6, "raw_s": min(raw_times), "ingest_s": min(ours_times),
-                      "sessions": sessions}
+        rows[group] = {"files": len(files), "mb": size / 1e6, "raw_s": min(raw_times), "ingest_s": min(ours_times),
+                       "sessions": sessions, "json": any(kind != "text" for _, kind in files)}
     return rows
 
 
 def print_throughput(rows: dict[str, dict[str, float]], repeat: int) -> None:
     print(f"Throughput: best of {repeat} passes over the corpus, CPU time (baseline: orjson.loads per line / per"
           " document; decode+splitlines for text)")
-    print(f"{'kind':<7} {'files':>5} {'MB':>7} {'baseline MB/s':>14} {'ingest MB/s':>12} {'ratio':>6} {'sessions/s':>11}")
+    print(f"{'group':<15} {'files':>5} {'MB':>7} {'baseline MB/s':>14} {'ingest MB/s':>12} {'ratio':>6} "
+          f"{'sessions/s':>11}")
     total = {"files": 0, "mb": 0.0, "raw_s": 0.0, "ingest_s": 0.0, "sessions": 0}
     for kind, row in [*rows.items()]:
         for key in total:
             total[key] += row[key]
         _print_row(kind, row)
-    json_rows = [r for k, r in rows.items() if k != "text"]
+    json_rows = [r for r in rows.values() if r["json"]]
     if json_rows:
         json_total = {key: sum(r[key] for r in json_rows) for key in total}
         _print_row("json*", json_total)
@@ -129,7 +133,7 @@ def print_throughput(rows: dict[str, dict[str, float]], repeat: int) -> None:
 def _print_row(kind: str, row: dict[str, float]) -> None:
     raw = row["mb"] / row["raw_s"] if row["raw_s"] else float("nan")
     ours = row["mb"] / row["ingest_s"] if row["ingest_s"] else float("nan")
-    print(f"{kind:<7} {int(row['files']):>5} {row['mb']:>7.1f} {raw:>14.1f} {ours:>12.1f} "
+    print(f"{kind:<15} {int(row['files']):>5} {row['mb']:>7.1f} {raw:>14.1f} {ours:>12.1f} "
           f"{ours / raw:>6.0%} {row['sessions'] / row['ingest_s']:>11.0f}")
 
 
@@ -143,11 +147,11 @@ def renamed(value: object, copy: int) -> object:
     return value
 
 
-def scaled_copy(by_kind: dict[str, list[Path]], factor: int, into: Path) -> list[Path]:
+def scaled_copy(by_kind: dict[str, list[tuple[Path, str]]], factor: int, into: Path) -> list[Path]:
     """Each file ``factor`` times larger (JSONL, text) or ``factor`` copies of it (JSON)."""
     out: list[Path] = []
     for kind, files in by_kind.items():
-        for number, path in enumerate(files):
+        for number, (path, _) in enumerate(files):
             data = path.read_bytes()
             target = into / f"{number}-{path.name}"
             if kind == "json":
@@ -203,14 +207,15 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=5, help="passes over the corpus (default 5)")
     parser.add_argument("--scales", default="1,4", help="input size factors for the memory runs (default 1,4)")
     parser.add_argument("--corpus", help="trajectory corpus (default: the shared one)")
+    parser.add_argument("--by", choices=("kind", "format"), default="kind",
+                        help="group the throughput table by file kind (default) or by trajectory format")
     parser.add_argument("--child", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
     corpus = find_corpus(args.corpus)
     if args.child:
         child(corpus, args.child)
         return
-    by_kind = corpus_files(corpus)
-    rows = throughput(by_kind, args.repeat)
+    rows = throughput(corpus_files(corpus, args.by), args.repeat)
     print_throughput(rows, args.repeat)
     print(f"peak RSS of this process: {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB")
     memory(corpus, [int(s) for s in args.scales.split(",") if s.strip()])

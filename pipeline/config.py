@@ -17,6 +17,14 @@ stages add their fields here, in one place.
     [llm]
     model = "openai/gpt-5-mini"
     budget_usd = 2.0
+
+    [schedule]
+    cron = "0 2 * * *"                       # `skillmill schedule`: when the nightly run fires
+    timezone = "Europe/Berlin"               # default: this machine's zone
+
+    [run]
+    task_runner = "thread"                   # or "dask", with dask_address = "tcp://scheduler:8786"
+    concurrency = 4                          # tasks at once (parse, distill)
 """
 
 from __future__ import annotations
@@ -25,7 +33,7 @@ import os
 import re
 import tomllib
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
@@ -83,12 +91,42 @@ class RecallConfig(_Section):
     embedder: str | None = Field(None, description="Semantic channel: <kind>:<local path>, e.g. static:/models/m2v.")
 
 
+class ScheduleConfig(_Section):
+    cron: str = Field("0 2 * * *", description="When `skillmill schedule` runs the nightly flow (5-field cron).")
+    timezone: str | None = Field(None, description="IANA zone the cron is read in; unset = this machine's zone.")
+
+    @field_validator("cron")
+    @classmethod
+    def _cron(cls, cron: str) -> str:
+        """A schedule that never fires is worse than an error: check it when the config loads."""
+        from pipeline.schedule import check_cron
+
+        return check_cron(cron)
+
+    @field_validator("timezone")
+    @classmethod
+    def _zone(cls, zone: str | None) -> str | None:
+        from pipeline.schedule import check_timezone
+
+        return check_timezone(zone) if zone else None
+
+
+class RunConfig(_Section):
+    task_runner: Literal["thread", "dask"] = Field("thread", description="Where parse/distill tasks run: a "
+                                                                         "thread pool, or a Dask cluster.")
+    dask_address: str | None = Field(None, description="A Dask scheduler (tcp://host:8786); unset with "
+                                                       "task_runner = dask = a local cluster.")
+    concurrency: int | None = Field(None, ge=1, description="Tasks at once; unset = the task runner's default.")
+
+
 class Config(_Section):
     library: str | None = None
     sources: SourcesConfig = Field(default_factory=SourcesConfig)
     redaction: RedactionConfig = Field(default_factory=RedactionConfig)
     llm: LLMConfig = Field(default_factory=LLMConfig)
     recall: RecallConfig = Field(default_factory=RecallConfig)
+    schedule: ScheduleConfig = Field(default_factory=ScheduleConfig)
+    run: RunConfig = Field(default_factory=RunConfig)
     #: dotted key -> "default" | "file <path>" | "env <NAME>" | "flag"
     origin: dict[str, str] = Field(default_factory=dict, exclude=True)
 
@@ -104,6 +142,11 @@ ENV_KEYS = {
     "SKILLMILL_BUDGET_USD": "llm.budget_usd",
     "SKILLMILL_BUDGET_TOKENS": "llm.budget_tokens",
     "SKILLMILL_EMBEDDER": "recall.embedder",
+    "SKILLMILL_CRON": "schedule.cron",
+    "SKILLMILL_TIMEZONE": "schedule.timezone",
+    "SKILLMILL_TASK_RUNNER": "run.task_runner",
+    "SKILLMILL_DASK_ADDRESS": "run.dask_address",
+    "SKILLMILL_CONCURRENCY": "run.concurrency",
 }
 
 
@@ -115,6 +158,8 @@ def _set(data: dict[str, Any], dotted: str, value: Any) -> None:
     *parents, leaf = dotted.split(".")
     for part in parents:
         data = data.setdefault(part, {})
+        if not isinstance(data, dict):
+            return  # the file has a value where a section belongs: validation reports it, naming the file
     data[leaf] = value
 
 
@@ -138,6 +183,8 @@ def load(flags: dict[str, Any] | None = None) -> Config:
             data = tomllib.loads(path.read_text(encoding="utf-8"))
         except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
             raise UsageError(f"{path} is not valid TOML: {exc}", hint="fix the file or remove it") from exc
+        except OSError as exc:
+            raise UsageError(f"cannot read {path}: {exc.strerror}", hint="fix its permissions or remove it") from exc
         origin.update({key: f"file {path}" for key in _walk(data)})
     for name, key in ENV_KEYS.items():
         if os.environ.get(name):
@@ -151,6 +198,42 @@ def load(flags: dict[str, Any] | None = None) -> Config:
         config = Config.model_validate(data)
     except ValidationError as exc:
         places = f"{path}, environment variables ({', '.join(ENV_KEYS)}) and flags"
-        raise UsageError(f"invalid configuration: {exc}", hint=f"values come from {places}") from exc
+        problems = "\n".join(_problem(error, origin) for error in exc.errors())
+        raise UsageError(f"invalid configuration:\n{problems}", hint=f"values come from {places}") from exc
     config.origin = origin
     return config
+
+
+def _problem(error: Any, origin: dict[str, str]) -> str:
+    """One validation error as ``key (where it came from): what is wrong``."""
+    key = ".".join(str(part) for part in error["loc"]) or "(top level)"
+    where = next((origin[k] for k in _prefixes(key) if k in origin), "default")
+    message = error["msg"].removeprefix("Value error, ")
+    return f"  {key} ({where}): {message}"
+
+
+def _prefixes(key: str) -> list[str]:
+    parts = key.split(".")
+    return [".".join(parts[:n]) for n in range(len(parts), 0, -1)]
+
+
+def entries(cfg: Config) -> list[tuple[str, Any, str]]:
+    """Every setting as ``(dotted key, effective value, origin)``, in the order the sections declare them.
+
+    The library's effective default is resolved (``$SKILLMILL_HOME/skills``), since that is the
+    folder a run writes; other unset values stay ``None`` (the feature is off or uses its own default).
+    """
+    rows: list[tuple[str, Any, str]] = []
+    for name in Config.model_fields:
+        if name == "origin":
+            continue
+        value = getattr(cfg, name)
+        if isinstance(value, _Section):
+            for sub in type(value).model_fields:
+                key = f"{name}.{sub}"
+                rows.append((key, getattr(value, sub), cfg.source_of(key)))
+        elif name == "library" and value is None:
+            rows.append((name, str(settings.home() / "skills"), "default ($SKILLMILL_HOME/skills)"))
+        else:
+            rows.append((name, value, cfg.source_of(name)))
+    return rows

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import time
 from pathlib import Path
 
 import pytest
@@ -93,9 +94,12 @@ def test_run_with_no_paths_discovers_defers_active_sessions_and_skips_ignored_on
     projects = home / ".claude/projects"
     (projects / "-work-app").mkdir(parents=True)
     (projects / "-work-secret").mkdir()
-    shutil.copy2(corpus / SMALL, projects / "-work-app/done.jsonl")  # the corpus file's old mtime
+    shutil.copy(corpus / SMALL, projects / "-work-app/done.jsonl")
     shutil.copy(corpus / ORCHESTRATOR, projects / "-work-app/active.jsonl")  # written just now
-    shutil.copy2(corpus / ORCHESTRATOR, projects / "-work-secret/private.jsonl")
+    shutil.copy(corpus / ORCHESTRATOR, projects / "-work-secret/private.jsonl")
+    day_ago = time.time() - 86_400  # not the corpus files' own mtimes: a fresh checkout has new ones
+    for quiet in ("-work-app/done.jsonl", "-work-secret/private.jsonl"):
+        os.utime(projects / quiet, (day_ago, day_ago))
     monkeypatch.setenv("HOME", str(home))
     isolated_home.mkdir(parents=True, exist_ok=True)
     (isolated_home / "skillmill.toml").write_text('[sources]\nignore_paths = ["/work/secret"]\n')

@@ -6,6 +6,7 @@ Commands live in one module each and register on the group below; heavy imports
 
 from __future__ import annotations
 
+import os
 import sys
 
 import click
@@ -29,6 +30,9 @@ class SkillmillGroup(click.Group):
             sys.exit(1)
         except (click.exceptions.Exit, click.exceptions.ClickException, click.exceptions.Abort, SystemExit):
             raise
+        except BrokenPipeError:  # the reader went away (``skillmill ... | head``): not an error
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            sys.exit(0)
         except Exception as exc:  # a bug: keep the traceback in a file, not on the user's screen
             log = _output.save_traceback(exc)
             _output.fail(SkillmillError(f"internal error: {type(exc).__name__}: {exc}",
@@ -51,13 +55,16 @@ def main() -> None:
 
 def _register() -> None:
     from pipeline.cli import agents as agent_commands
+    from pipeline.cli import config as config_command
     from pipeline.cli import eval as eval_command
     from pipeline.cli import feedback as feedback_command
     from pipeline.cli import formats, ingest, recall, redact, review, run, sources
     from pipeline.cli import index as index_command
+    from pipeline.cli import runs as runs_command
+    from pipeline.cli import schedule as schedule_command
 
     for module in (run, ingest, recall, formats, sources, review, redact, index_command, eval_command,
-                   feedback_command):
+                   feedback_command, config_command, runs_command, schedule_command):
         main.add_command(module.command)
     for command in agent_commands.COMMANDS:
         main.add_command(command)

@@ -38,8 +38,13 @@ def _redact(text: str) -> str:
         from pipeline.redact import redact
 
         return redact(text)
-    except Exception:  # a broken config must not hide the original error; keep only its first line
-        return text.splitlines()[0][:200] if text else text
+    except Exception:  # a broken config must not hide the original error: the built-in detectors still run
+        try:
+            from pipeline.redact.engine import Redactor
+
+            return Redactor().redact(text)[0]
+        except Exception:  # keep only its first line
+            return text.splitlines()[0][:200] if text else text
 
 
 def emit_json(data: Any) -> None:

@@ -90,23 +90,11 @@ class Library:
                   on_error: Callable[[Path, SkillFileError], None] | None = None) -> Iterator[StoredSkill]:
         """The skills of one status, in name order."""
         sub = STATUS_DIRS[status]
-        base = self.root / sub if sub else self.root
-        if not base.is_dir():
-            return
-        for folder in sorted(p for p in base.iterdir() if p.is_dir() and not p.name.startswith(("_", "."))):
-            file = folder / SKILL_FILE
-            if not file.is_file():
-                continue
-            try:
-                skill = read_skill(file)
-            except SkillFileError as exc:
-                if on_error is None:
-                    raise
-                on_error(file, exc)
-                continue
+        for entry in _read_folders(self.root / sub if sub else self.root, on_error):
+            skill = entry.skill
             if skill.generated and skill.status != status:
-                skill = skill.model_copy(update={"status": status})  # the folder is the truth
-            yield StoredSkill(skill, folder)
+                entry = StoredSkill(skill.model_copy(update={"status": status}), entry.path)  # the folder is the truth
+            yield entry
 
     def get(self, name: str) -> StoredSkill | None:
         for status in STATUS_DIRS:
@@ -172,19 +160,7 @@ class Library:
 
     def proposals(self, on_error: Callable[[Path, SkillFileError], None] | None = None) -> Iterator[StoredSkill]:
         """Every pending proposed change, in name order."""
-        base = self.root / PROPOSED_DIR
-        if not base.is_dir():
-            return
-        for folder in sorted(p for p in base.iterdir() if p.is_dir() and not p.name.startswith(("_", "."))):
-            file = folder / SKILL_FILE
-            if not file.is_file():
-                continue
-            try:
-                yield StoredSkill(read_skill(file), folder)
-            except SkillFileError as exc:
-                if on_error is None:
-                    raise
-                on_error(file, exc)
+        return _read_folders(self.root / PROPOSED_DIR, on_error)
 
     def rejected_proposal(self, name: str) -> StoredSkill | None:
         file = self.root / REJECTED_PROPOSALS / name / SKILL_FILE
@@ -306,6 +282,25 @@ def render_file(skill: Skill) -> str:
     from pipeline.redact import redact
 
     return redact(markdown.render(skill))
+
+
+def _read_folders(base: Path, on_error: Callable[[Path, SkillFileError], None] | None) -> Iterator[StoredSkill]:
+    """The ``<name>/SKILL.md`` folders directly below ``base``, in name order (``_``/``.`` ones skipped);
+    with ``on_error``, a file that does not parse is reported there and skipped."""
+    if not base.is_dir():
+        return
+    for folder in sorted(p for p in base.iterdir() if p.is_dir() and not p.name.startswith(("_", "."))):
+        file = folder / SKILL_FILE
+        if not file.is_file():
+            continue
+        try:
+            skill = read_skill(file)
+        except SkillFileError as exc:
+            if on_error is None:
+                raise
+            on_error(file, exc)
+            continue
+        yield StoredSkill(skill, folder)
 
 
 def read_skill(file: Path) -> Skill:

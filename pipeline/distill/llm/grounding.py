@@ -251,12 +251,7 @@ class Grounder:
             if not item.text.strip() and not (item.command or "").strip():
                 problem = "is empty"
             if problem is None and item.command:
-                report.checked += 1
-                steps = self.source.command(item.command)
-                if steps is None:
-                    problem = f"cites the command `{_short(item.command)}`, which the agent never ran"
-                else:
-                    evidence.update(steps)
+                problem = self._command(item.command, evidence, report)
             problem = problem or self._files(item.files, report)
             if problem is None and not evidence:
                 problem = "points at no step of the trajectory"
@@ -265,6 +260,15 @@ class Grounder:
                 continue
             kept.append((item, sorted(evidence)))
         return kept
+
+    def _command(self, command: str, evidence: set[int], report: GroundingReport) -> str | None:
+        """A cited command must be one the agent ran; its steps join the item's evidence."""
+        report.checked += 1
+        steps = self.source.command(command)
+        if steps is None:
+            return f"cites the command `{_short(command)}`, which the agent never ran"
+        evidence.update(steps)
+        return None
 
     def _pitfalls(self, items: list[PitfallDraft], report: GroundingReport) -> list[tuple[PitfallDraft, list[int]]]:
         kept = []
@@ -281,12 +285,7 @@ class Grounder:
                 else:
                     evidence.update(self.source.valid_steps(steps))
             if problem is None and item.command:
-                report.checked += 1
-                steps = self.source.command(item.command)
-                if steps is None:
-                    problem = f"cites the command `{_short(item.command)}`, which the agent never ran"
-                else:
-                    evidence.update(steps)
+                problem = self._command(item.command, evidence, report)
             problem = problem or self._files(item.files, report)
             if problem is None and not evidence:
                 problem = "points at no step of the trajectory"

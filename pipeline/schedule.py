@@ -1,0 +1,287 @@
+"""``skillmill schedule``: the nightly flow on a cron schedule, served from this machine.
+
+``flow.serve`` registers a deployment on a Prefect server and runs each scheduled flow run
+in a subprocess of this one. Scheduled runs are created by the server's scheduler service,
+which Prefect's temporary (ephemeral) server does not run: so with no ``PREFECT_API_URL``
+this module starts ``prefect server start`` itself, on Prefect's usual local address, and
+stops it again on the way out. Teams that already run a server (and workers) point
+``PREFECT_API_URL`` at it.
+
+Everything before :func:`serve` is pure planning, so ``--dry-run`` shows the same plan that
+would be served. Cron checks here are stdlib only: ``config.load`` calls them, and recall
+(which loads the config) must not pay for importing Prefect.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+import zoneinfo
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel, Field
+
+from pipeline import settings
+from pipeline.errors import SkillmillError, UsageError
+
+if TYPE_CHECKING:
+    from pipeline.config import Config
+
+FLOW = "skillmill-nightly"
+DEPLOYMENT = "nightly"
+ENTRYPOINT = "flows.nightly.nightly"
+
+_FIELDS = [("minute", 0, 59), ("hour", 0, 23), ("day of month", 1, 31), ("month", 1, 12), ("day of week", 0, 7)]
+_NAMES = {3: ["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"],
+          4: ["sun", "mon", "tue", "wed", "thu", "fri", "sat"]}
+_KEYWORDS = {"@yearly", "@annually", "@monthly", "@weekly", "@daily", "@midnight", "@hourly"}
+
+
+def check_cron(cron: str) -> str:
+    """A five-field cron expression (``0 2 * * *``) or ``@daily``-style keyword, else ``ValueError``.
+
+    Checked field by field so the message says which field is wrong; Prefect's own check
+    (croniter) runs again when the deployment is created.
+    """
+    text = " ".join(cron.split())
+    if text.lower() in _KEYWORDS:
+        return text
+    fields = text.split(" ")
+    if len(fields) != 5:
+        raise ValueError(f"cron {cron!r} needs 5 fields (minute hour day-of-month month day-of-week), "
+                         f"got {len(fields)}; e.g. '0 2 * * *' = every day at 02:00")
+    for index, (field, (name, low, high)) in enumerate(zip(fields, _FIELDS, strict=True)):
+        for item in field.split(","):
+            if not _cron_item(item, low, high, _NAMES.get(index, [])):
+                raise ValueError(f"cron {cron!r}: {name} field {field!r} is not valid (allowed: {low}-{high}, "
+                                 f"*, lists a,b, ranges a-b, steps */n)")
+    return text
+
+
+def _cron_item(item: str, low: int, high: int, names: list[str]) -> bool:
+    match = re.fullmatch(r"(\*|[0-9a-z]+(?:-[0-9a-z]+)?)(?:/([0-9]+))?", item.lower())
+    if not match or (match.group(2) is not None and int(match.group(2)) == 0):
+        return False
+    if match.group(1) == "*":
+        return True
+    for part in match.group(1).split("-"):
+        value = names.index(part) + (1 if len(names) == 12 else 0) if part in names else (
+            int(part) if part.isdigit() else None)
+        if value is None or not low <= value <= high:
+            return False
+    return True
+
+
+def check_timezone(zone: str) -> str:
+    try:
+        zoneinfo.ZoneInfo(zone)
+    except (zoneinfo.ZoneInfoNotFoundError, ValueError) as exc:
+        raise ValueError(f"unknown time zone {zone!r}: use an IANA name such as 'Europe/Berlin' or 'UTC'") from exc
+    return zone
+
+
+def local_timezone() -> str:
+    """This machine's IANA zone name ($TZ, /etc/timezone, the /etc/localtime link), else UTC."""
+    candidates = [os.environ.get("TZ", "").lstrip(":")]
+    with contextlib.suppress(OSError):
+        candidates.append(Path("/etc/timezone").read_text(encoding="utf-8").strip())
+    with contextlib.suppress(OSError):
+        target = os.readlink("/etc/localtime")
+        if "zoneinfo/" in target:
+            candidates.append(target.split("zoneinfo/", 1)[1])
+    for candidate in candidates:
+        if candidate and ("/" in candidate or candidate == "UTC"):  # "CET"-style names are ambiguous
+            with contextlib.suppress(ValueError):
+                return check_timezone(candidate)
+    return "UTC"
+
+
+# -- the plan ---------------------------------------------------------------------------------
+class Setting(BaseModel):
+    value: Any
+    origin: str
+
+
+class Server(BaseModel):
+    url: str
+    origin: str = Field(description="PREFECT_API_URL (env or Prefect profile), or Prefect's local server.")
+    running: bool
+    start: bool = Field(description="Whether `skillmill schedule` starts `prefect server start` at this address.")
+
+    @property
+    def ui(self) -> str:
+        return self.url.removesuffix("/").removesuffix("/api")
+
+
+class SchedulePlan(BaseModel):
+    """What ``skillmill schedule`` serves: ``--dry-run --json`` prints exactly this."""
+
+    flow: str = FLOW
+    deployment: str = f"{FLOW}/{DEPLOYMENT}"
+    entrypoint: str = ENTRYPOINT
+    cron: Setting
+    timezone: Setting
+    next_runs: list[str]
+    parameters: dict[str, Any]
+    library: Setting
+    sources: list[dict[str, Any]] = Field(description="Where each run looks for sessions (`skillmill sources`).")
+    home: str
+    server: Server
+
+
+def plan(cfg: Config) -> SchedulePlan:
+    """The schedule, from the effective config (``config.load`` with the command's flags applied)."""
+    from pipeline import config as config_module
+    from pipeline.ingest.sources import Ignore, configured_sources
+
+    cron = cfg.schedule.cron
+    zone = cfg.schedule.timezone or local_timezone()
+    zone_origin = cfg.source_of("schedule.timezone")
+    if cfg.schedule.timezone is None:
+        zone_origin = "default (this machine's zone)"
+    _, lib_value, lib_origin = next(row for row in config_module.entries(cfg) if row[0] == "library")
+    lib = str(Path(lib_value).expanduser().resolve())  # fixed now: the deployment's parameter, shown in the UI
+    ignore = Ignore(cfg.sources.ignore_paths)
+    return SchedulePlan(
+        cron=Setting(value=cron, origin=cfg.source_of("schedule.cron")),
+        timezone=Setting(value=zone, origin=zone_origin),
+        next_runs=[when.isoformat() for when in next_runs(cron, zone)],
+        parameters={"paths": [], "library": lib},
+        library=Setting(value=lib, origin=lib_origin),
+        sources=[source.row(ignore) for source in configured_sources(cfg)],
+        home=str(settings.home()),
+        server=find_server(),
+    )
+
+
+def next_runs(cron: str, zone: str, count: int = 3, start: datetime | None = None) -> list[datetime]:
+    """When the schedule fires next, as Prefect's scheduler computes it (croniter, in ``zone``)."""
+    from prefect._vendor.croniter import croniter
+
+    if not croniter.is_valid(cron):
+        raise UsageError(f"cron {cron!r} is not a schedule Prefect accepts",
+                         hint="use five fields, e.g. '0 2 * * *' (every day at 02:00)")
+    tz = zoneinfo.ZoneInfo(zone)
+    it = croniter(cron, (start or datetime.now(UTC)).astimezone(tz))
+    return [it.get_next(datetime) for _ in range(count)]
+
+
+def find_server() -> Server:
+    """PREFECT_API_URL when set (env or the active Prefect profile), else Prefect's local address."""
+    from prefect.settings import Settings
+
+    current = Settings()  # read now: this process's environment and Prefect profile, not a test harness's context
+    if current.api.url:
+        origin = "env PREFECT_API_URL" if os.environ.get("PREFECT_API_URL") else "PREFECT_API_URL (Prefect profile)"
+        return Server(url=current.api.url, origin=origin, running=healthy(current.api.url), start=False)
+    host, port = current.server.api.host, current.server.api.port
+    host = "127.0.0.1" if host in ("0.0.0.0", "::", "") else host
+    url = f"http://{host}:{port}/api"
+    running = healthy(url)
+    return Server(url=url, origin="Prefect's local server (PREFECT_API_URL unset)", running=running, start=not running)
+
+
+def healthy(url: str, timeout: float = 3.0) -> bool:
+    import httpx
+
+    try:
+        return httpx.get(f"{url.rstrip('/')}/health", timeout=timeout).status_code == 200
+    except httpx.HTTPError:
+        return False
+
+
+# -- serving ----------------------------------------------------------------------------------
+@contextlib.contextmanager
+def local_server(server: Server, *, timeout: float = 180.0,
+                 notify: Callable[[str], None] = lambda message: None) -> Iterator[Path | None]:
+    """Start ``prefect server start`` at ``server.url`` for as long as the block runs (when asked to).
+
+    Its output goes to ``$SKILLMILL_HOME/logs/prefect-server.log`` and its pid to ``prefect-server.pid``
+    beside it. It runs in its own process group, so that Ctrl-C reaches the runner first (which
+    pauses the schedule through it) and the server after: stopped, or killed if it does not stop,
+    on the way out however the block ends.
+    """
+    if not server.start:
+        if not server.running:
+            raise SkillmillError(f"the Prefect server at {server.url} does not answer",
+                                 hint="start it (`prefect server start`) or unset PREFECT_API_URL so that "
+                                      "`skillmill schedule` starts a local one")
+        yield None
+        return
+    host, port = re.match(r"https?://([^:/]+):(\d+)", server.url).groups()  # type: ignore[union-attr]
+    log = settings.home() / "logs" / "prefect-server.log"
+    log.parent.mkdir(parents=True, exist_ok=True)
+    notify(f"Starting Prefect's local server at {server.ui} (its first start sets up a database; logs: {log})")
+    with open(log, "ab") as out:
+        process = subprocess.Popen([sys.executable, "-m", "prefect", "server", "start", "--host", host,
+                                    "--port", port], stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                   start_new_session=True, env={**os.environ, **settings.OFFLINE_ENV})
+    pid_file = log.with_suffix(".pid")  # its own session, so Ctrl-C here reaches it only through us: say who it is
+    pid_file.write_text(f"{process.pid}\n", encoding="utf-8")
+    try:
+        deadline = time.monotonic() + timeout
+        while not healthy(server.url, timeout=2.0):
+            if process.poll() is not None:
+                raise SkillmillError(f"`prefect server start` exited with {process.returncode} before answering",
+                                     hint=f"its output is in {log} (is port {port} taken? set "
+                                          "PREFECT_SERVER_API_PORT to use another)")
+            if time.monotonic() > deadline:
+                raise SkillmillError(f"Prefect's server did not answer at {server.url} within {timeout:.0f} s",
+                                     hint=f"its output is in {log}")
+            time.sleep(0.5)
+        yield log
+    finally:
+        stop_process_group(process)
+        with contextlib.suppress(OSError):
+            pid_file.unlink()
+
+
+def stop_process_group(process: subprocess.Popen, grace: float = 15.0) -> None:
+    """SIGTERM the group led by ``process`` (started with ``start_new_session``), SIGKILL what stays."""
+    if process.poll() is None:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGTERM)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            process.wait(timeout=grace)
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGKILL)  # children the leader left behind, if any
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        process.wait(timeout=grace)
+
+
+def serve(schedule: SchedulePlan, *, on_ready: Callable[[SchedulePlan], None] | None = None,
+          notify: Callable[[str], None] = lambda message: None) -> None:
+    """Register the deployment with its cron schedule and run scheduled flow runs until stopped.
+
+    Blocks. SIGTERM and Ctrl-C stop it; the schedule is then paused on the server (nothing
+    runs while nobody serves it) and resumed by the next ``skillmill schedule``.
+    """
+    from prefect.deployments.runner import EntrypointType
+    from prefect.schedules import Cron
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+
+    from flows.nightly import nightly
+
+    with local_server(schedule.server, notify=notify), temporary_settings({PREFECT_API_URL: schedule.server.url}):
+        schedule.server.running = True
+        if on_ready is not None:
+            on_ready(schedule)
+        nightly.serve(
+            name=DEPLOYMENT,
+            schedule=Cron(schedule.cron.value, timezone=schedule.timezone.value),
+            parameters=schedule.parameters,
+            description="skillmill's nightly run: new agent sessions -> candidate skills (`skillmill schedule`).",
+            tags=["skillmill"],
+            pause_on_shutdown=True,
+            print_starting_message=False,
+            limit=1,  # one run at a time: the state database has one writer
+            entrypoint_type=EntrypointType.MODULE_PATH,
+        )
