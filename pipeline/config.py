@@ -23,8 +23,9 @@ stages add their fields here, in one place.
     timezone = "Europe/Berlin"               # default: this machine's zone
 
     [run]
-    task_runner = "thread"                   # or "dask", with dask_address = "tcp://scheduler:8786"
-    concurrency = 4                          # tasks at once (parse, distill)
+    task_runner = "dask"                     # "thread" (default) or "dask"
+    dask_address = "tcp://scheduler:8786"    # unset: a LocalCluster on this machine
+    concurrency = 4                          # distillation tasks in flight at once
 """
 
 from __future__ import annotations
@@ -112,11 +113,13 @@ class ScheduleConfig(_Section):
 
 
 class RunConfig(_Section):
-    task_runner: Literal["thread", "dask"] = Field("thread", description="Where parse/distill tasks run: a "
-                                                                         "thread pool, or a Dask cluster.")
-    dask_address: str | None = Field(None, description="A Dask scheduler (tcp://host:8786); unset with "
-                                                       "task_runner = dask = a local cluster.")
-    concurrency: int | None = Field(None, ge=1, description="Tasks at once; unset = the task runner's default.")
+    """How a run spreads its work (``pipeline/execution/runners.py``)."""
+
+    task_runner: Literal["thread", "dask"] = Field(
+        "thread", description="thread: a thread pool in the run's process; dask: a Dask cluster (prefect-dask).")
+    dask_address: str | None = Field(None, description="Scheduler of an existing Dask cluster (tcp://host:8786); "
+                                                       "unset: a LocalCluster of `concurrency` worker processes.")
+    concurrency: int = Field(4, ge=1, description="Distillation tasks running at once (threads or Dask workers).")
 
 
 class Config(_Section):

@@ -7,7 +7,7 @@ directly. Only the caller's thread touches the state database (one DuckDB writer
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -226,22 +226,35 @@ def _save_draft(library: Library, draft: Skill, lineage: dict[str, set[str]] | N
     return draft.name, library.save(draft)
 
 
-def write(state: StateDB, library: Library, results: list[Distilled], summary: RunSummary) -> WriteOutcome:
+def write(state: StateDB, library: Library, results: list[Distilled], summary: RunSummary,
+          advance: Callable[[], None] | None = None) -> WriteOutcome:
+    """Write the drafts into the library, then record what was distilled -- in one transaction.
+
+    Skill files are written first (atomically, and a draft written again is ``unchanged``); the
+    records that make the next run skip these trajectories commit last, with the repo facts
+    the "working in <repo>" skills are built from. A run killed part-way records nothing of
+    this stage, so the next run redoes all of it: no trajectory is marked distilled without
+    its skill, and no repository misses the facts of a trajectory already marked.
+    """
     outcome = WriteOutcome()
     repos: set[str] = set()
-    lineage = state.ancestors(r.trajectory for r in results)
-    for result in sorted(results, key=lambda r: r.trajectory):
-        names = []
-        for draft in result.skills:
-            name, saved = save_skill(library, flag(draft), lineage, outcome.reopened)
-            outcome.results[name] = saved
-            names.append(name)
-        if result.reason:
-            summary.nothing_reusable.append(NothingReusable(trajectory=result.trajectory, reason=result.reason))
-        state.save_distillation(result.trajectory, distiller.NAME, distiller.VERSION, result.reason, names,
-                                result.facts)
-        repos.update(f.repo for f in result.facts)
-    consolidate_repos(state, library, repos, outcome)
+    done: list[tuple[str, str | None, list[str], list]] = []
+    with state.transaction():
+        lineage = state.ancestors(r.trajectory for r in results)
+        for result in sorted(results, key=lambda r: r.trajectory):
+            names = []
+            for draft in result.skills:
+                name, saved = save_skill(library, flag(draft), lineage, outcome.reopened)
+                outcome.results[name] = saved
+                names.append(name)
+            if result.reason:
+                summary.nothing_reusable.append(NothingReusable(trajectory=result.trajectory, reason=result.reason))
+            done.append((result.trajectory, result.reason, names, result.facts))
+            repos.update(f.repo for f in result.facts)
+            if advance is not None:
+                advance()
+        state.save_distillations(done, distiller.NAME, distiller.VERSION)
+        consolidate_repos(state, library, repos, outcome)
     outcome.count(summary)
     return outcome
 

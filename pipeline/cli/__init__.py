@@ -27,7 +27,7 @@ class SkillmillGroup(click.Group):
             sys.exit(2)
         except SkillmillError as exc:
             _output.fail(exc)
-            sys.exit(1)
+            sys.exit(getattr(exc, "exit_code", 1))  # e.g. 75 for "another run is in progress"
         except (click.exceptions.Exit, click.exceptions.ClickException, click.exceptions.Abort, SystemExit):
             raise
         except BrokenPipeError:  # the reader went away (``skillmill ... | head``): not an error

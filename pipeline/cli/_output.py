@@ -77,10 +77,47 @@ class _RichReporter:
         self.progress.remove_task(handle)  # type: ignore[arg-type]
 
 
+class _LineReporter:
+    """Plain lines on stderr for logs (cron, CI): each stage's start, every 10 %, and its end with the time."""
+
+    def __init__(self) -> None:
+        import time
+
+        self.clock = time.monotonic
+
+    def start(self, name: str, total: int | None) -> object:
+        self._say(f"{name}: started" + (f" ({total})" if total is not None else ""))
+        return {"name": name, "total": total, "done": 0, "shown": 0, "t0": self.clock()}
+
+    def advance(self, handle: object, amount: int = 1) -> None:
+        h: dict = handle  # type: ignore[assignment]
+        h["done"] += amount
+        if h["total"] and (step := h["done"] * 10 // h["total"]) > h["shown"] and h["done"] < h["total"]:
+            h["shown"] = step
+            self._say(f"{h['name']}: {h['done']}/{h['total']}")
+
+    def finish(self, handle: object) -> None:
+        h: dict = handle  # type: ignore[assignment]
+        count = f"{h['done']}/{h['total']} " if h["total"] is not None else ""
+        self._say(f"{h['name']}: done {count}in {self.clock() - h['t0']:.1f} s")
+
+    @staticmethod
+    def _say(text: str) -> None:
+        click.echo(f"skillmill: {text}", err=True)
+
+
 @contextlib.contextmanager
-def progress_bar(enabled: bool = True) -> Iterator[None]:
-    """A progress bar on stderr while library code reports stages (only on a terminal)."""
-    if not enabled or not sys.stderr.isatty():
+def progress_bar(enabled: bool | str = True) -> Iterator[None]:
+    """Progress on stderr while library code reports stages.
+
+    ``enabled``: True/"auto" a bar on a terminal (nothing otherwise), "lines" plain lines, False/"none" nothing.
+    """
+    mode = {True: "auto", False: "none"}.get(enabled, enabled)  # type: ignore[call-overload]
+    if mode == "lines":
+        with progress.reporting(_LineReporter()):
+            yield
+        return
+    if mode != "auto" or not sys.stderr.isatty():
         yield
         return
     reporter = _RichReporter()

@@ -19,8 +19,21 @@ from pipeline.cli._output import emit_json, progress_bar
 @click.option("--defer-minutes", type=click.FloatRange(min=0), default=None,
               help="Leave files changed less than this long ago for the next run "
                    "(default: [sources] defer_minutes, 5, with no PATHS; 0 for PATHS given).")
+@click.option("--task-runner", type=click.Choice(["thread", "dask"]), default=None,
+              help="Where distillation tasks run: a thread pool here, or a Dask cluster (default: [run] task_runner, "
+                   "thread).")
+@click.option("--dask-address", metavar="TCP://HOST:PORT", default=None,
+              help="Scheduler of a running Dask cluster (default: [run] dask_address; unset: a local cluster).")
+@click.option("--concurrency", type=click.IntRange(min=1), default=None,
+              help="Distillation tasks at once: threads, or local Dask workers (default: [run] concurrency, 4).")
+@click.option("--wait", "wait", type=click.FloatRange(min=0), default=0.0, metavar="SECONDS",
+              help="When another run is in progress, wait up to SECONDS for it (default 0: exit 75 at once).")
+@click.option("--progress", "progress_mode", type=click.Choice(["auto", "lines", "none"]), default="auto",
+              help="auto: a progress bar on a terminal; lines: one line per stage and every 10% on stderr "
+                   "(for logs); none.")
 def command(paths: tuple[str, ...], library: str | None, as_json: bool, verbose: bool,
-            defer_minutes: float | None) -> None:
+            defer_minutes: float | None, task_runner: str | None, dask_address: str | None,
+            concurrency: int | None, wait: float, progress_mode: str) -> None:
     """Distill the trajectories in PATHS (files or folders) into candidate skills.
 
     With no PATHS, reads the places agents keep their sessions (`skillmill sources` lists
@@ -36,6 +49,11 @@ def command(paths: tuple[str, ...], library: str | None, as_json: bool, verbose:
     the provider's usual variable), within SKILLMILL_BUDGET_USD / SKILLMILL_BUDGET_TOKENS.
     Without it, the zero-LLM distiller runs. Answers are cached: unchanged input is never
     sent twice. A model that stays down ends the run with exit 1; the next run continues.
+
+    \b
+    One run at a time per SKILLMILL_HOME: while another runs, exit 75 (EX_TEMPFAIL) with a
+    message, or wait for it with --wait SECONDS. A run killed at any moment (even kill -9)
+    leaves nothing half-written; the next run cleans up and completes the work.
     """
     from pipeline.ingest import iter_files
 
@@ -43,12 +61,20 @@ def command(paths: tuple[str, ...], library: str | None, as_json: bool, verbose:
     if not verbose:
         os.environ.setdefault("PREFECT_LOGGING_LEVEL", "CRITICAL")
         os.environ.setdefault("PREFECT_SERVER_LOGGING_LEVEL", "CRITICAL")
-    from flows.nightly import nightly
     from pipeline import config
+    from pipeline.execution import lock
 
-    library = config.load({"library": library}).library
-    with progress_bar():
-        result = nightly(paths=list(paths), library=library, defer_minutes=defer_minutes)
+    cfg = config.load({"library": library, "run.task_runner": task_runner, "run.dask_address": dask_address,
+                       "run.concurrency": concurrency})  # a bad value is a usage error before any work starts
+    if not wait and (holder := lock.holder()) is not None:  # say so now, not after starting Prefect
+        raise lock.RunInProgress(lock.describe(holder), hint="it ends by itself; `skillmill run --wait SECONDS` "
+                                                             "waits for it")
+    from flows.nightly import nightly
+    from pipeline.execution import server
+
+    with progress_bar(progress_mode), server.for_run():
+        result = nightly(paths=list(paths), library=cfg.library, defer_minutes=defer_minutes,
+                         task_runner=task_runner, dask_address=dask_address, concurrency=concurrency, wait=wait)
     _print(result)
     if not paths and not (result["files"]["seen"] or result["files"]["unchanged"] or result["deferred"]):
         click.echo("No trajectory files in the default locations; `skillmill sources` shows where skillmill "

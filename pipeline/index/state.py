@@ -6,7 +6,8 @@ separate, atomically published recall index (``recall.py``), so readers never me
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import contextlib
+from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -109,6 +110,7 @@ class StateDB:
     def __init__(self, path: Path | None = None) -> None:
         self.path = path or settings.state_db_path()
         self.con = connect(self.path)
+        self._depth = 0
         migrate(self.con, MIGRATIONS)
 
     def __enter__(self) -> StateDB:
@@ -123,6 +125,32 @@ class StateDB:
     @property
     def scratch(self) -> Path:
         return self.path.parent / "tmp"
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[None]:
+        """One transaction for the block; a block inside another joins it.
+
+        A run killed inside the block leaves none of its writes: the next run finds the work
+        undone and does it again (``stages.write`` relies on this).
+        """
+        if self._depth:
+            self._depth += 1
+            try:
+                yield
+            finally:
+                self._depth -= 1
+            return
+        self.con.execute("BEGIN TRANSACTION")
+        self._depth = 1
+        try:
+            yield
+        except BaseException:
+            self.con.execute("ROLLBACK")
+            raise
+        else:
+            self.con.execute("COMMIT")
+        finally:
+            self._depth = 0
 
     # -- trajectories -------------------------------------------------------------------
     def known(self, ids: Iterable[str]) -> set[str]:
@@ -163,8 +191,7 @@ class StateDB:
 
     def save_distillation(self, trajectory_id: str, distiller: str, version: str, reason: str | None,
                           skills: list[str], facts: list[RepoFact]) -> None:
-        self.con.execute("BEGIN TRANSACTION")
-        try:
+        with self.transaction():
             self.con.execute("DELETE FROM distillations WHERE trajectory_id = ? AND distiller = ?",
                              [trajectory_id, distiller])
             self.con.execute("INSERT INTO distillations VALUES (?, ?, ?, ?, ?, ?)",
@@ -173,10 +200,28 @@ class StateDB:
             for fact in facts:
                 self.con.execute("INSERT INTO repo_facts VALUES (?, ?, ?, ?, ?)",
                                  [fact.trajectory, fact.repo, fact.kind, fact.template, fact.model_dump_json()])
-            self.con.execute("COMMIT")
-        except BaseException:
-            self.con.execute("ROLLBACK")
-            raise
+
+    def save_distillations(self, done: list[tuple[str, str | None, list[str], list[RepoFact]]], distiller: str,
+                           version: str) -> int:
+        """:meth:`save_distillation` for many ``(trajectory_id, reason, skills, facts)`` at once.
+
+        Four statements instead of four per trajectory (~14 ms each: 11 s for 800 trajectories).
+        """
+        if not done:
+            return 0
+        ids = [d[0] for d in done]
+        now = datetime.now(UTC)
+        with self.transaction():
+            self.con.execute("DELETE FROM distillations WHERE distiller = ? AND list_contains(?, trajectory_id)",
+                             [distiller, ids])
+            bulk_insert(self.con, "distillations", _DISTILLATION_COLUMNS,
+                        ({"trajectory_id": i, "distiller": distiller, "version": version, "reason": reason,
+                          "skills": skills, "distilled_at": now} for i, reason, skills, _ in done), scratch=self.scratch)
+            self.con.execute("DELETE FROM repo_facts WHERE list_contains(?, trajectory_id)", [ids])
+            bulk_insert(self.con, "repo_facts", _REPO_FACT_COLUMNS,
+                        ({"trajectory_id": f.trajectory, "repo": f.repo, "kind": f.kind, "template": f.template,
+                          "fact": f.model_dump_json()} for *_, facts in done for f in facts), scratch=self.scratch)
+        return len(done)
 
     def facts(self, repo: str) -> list[RepoFact]:
         """Facts of every repo with the same name (``owner/x`` and a checkout folder ``x``), from
@@ -318,6 +363,10 @@ _SKILL_COLUMNS = {
     "confidence": "DOUBLE", "outcome": "VARCHAR", "repo": "VARCHAR", "description": "VARCHAR",
     "updated_at": "TIMESTAMPTZ",
 }
+_DISTILLATION_COLUMNS = {"trajectory_id": "VARCHAR", "distiller": "VARCHAR", "version": "VARCHAR",
+                         "reason": "VARCHAR", "skills": "VARCHAR[]", "distilled_at": "TIMESTAMPTZ"}
+_REPO_FACT_COLUMNS = {"trajectory_id": "VARCHAR", "repo": "VARCHAR", "kind": "VARCHAR", "template": "VARCHAR",
+                      "fact": "VARCHAR"}
 _SKILL_SOURCE_COLUMNS = {"skill": "VARCHAR", "trajectory_id": "VARCHAR", "steps": "INTEGER[]"}
 _REVIEW_LOG_COLUMNS = {
     "library": "VARCHAR", "seq": "INTEGER", "decided_at": "TIMESTAMPTZ", "who": "VARCHAR", "action": "VARCHAR",

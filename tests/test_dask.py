@@ -1,0 +1,66 @@
+"""`skillmill run --task-runner dask`: distillation on a Dask cluster of two worker processes.
+
+The cluster is a real ``distributed.LocalCluster`` with process workers, so every parcel of
+trajectories is pickled to a worker and its drafts pickled back. The run must give the same
+library as the thread runner, and secrets planted in the input must stay redacted.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from pipeline.cli import main
+from pipeline.index.state import StateDB
+from tests.conftest import SAMPLES
+from tests.planted import SOURCES, Planter
+from tests.run_support import library_files
+
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("prefect_server")]
+
+
+def run(*args: str) -> dict:
+    result = CliRunner().invoke(main, ["run", "--json", *args], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    return json.loads(result.output.strip().splitlines()[-1])
+
+
+def test_distillation_runs_on_two_dask_workers_and_gives_the_thread_runners_library(
+        corpus: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from distributed import Client, LocalCluster, get_task_stream
+
+    inputs = tmp_path / "in"
+    shutil.copytree(SAMPLES, inputs)
+    method, relative = SOURCES["mini-swe-agent"]
+    planter = Planter(seed=11)
+    source = corpus / relative
+    (inputs / "planted").mkdir()
+    method(planter, source, inputs / "planted" / source.name)
+    report = source.with_name(source.name.replace(".traj.json", ".report.json"))
+    shutil.copy(report, inputs / "planted" / report.name)  # its SWE-bench label: the session becomes a skill
+
+    monkeypatch.setenv("SKILLMILL_HOME", str(tmp_path / "threads-home"))
+    threads = run(str(inputs), "--library", str(tmp_path / "threads"), "--task-runner", "thread")
+
+    monkeypatch.setenv("SKILLMILL_HOME", str(tmp_path / "dask-home"))
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, \
+            Client(cluster) as client, get_task_stream(client) as stream:
+        on_dask = run(str(inputs), "--library", str(tmp_path / "dask"), "--task-runner", "dask",
+                      "--dask-address", cluster.scheduler_address)
+        workers = set(cluster.scheduler.workers)
+
+    distilled = [t for t in stream.data if "distill" in str(t["key"])]
+    assert len(distilled) >= 2 and {t["worker"] for t in distilled} <= workers
+    assert on_dask["trajectories"] == threads["trajectories"] and on_dask["trajectories"]["new"] == 9
+    assert on_dask["skills"] == threads["skills"] and on_dask["skills"]["proposed"] >= 5
+    assert on_dask["written"] == threads["written"]
+    assert library_files(tmp_path / "dask") == library_files(tmp_path / "threads")
+    text = b"\n".join(library_files(tmp_path / "dask").values()).decode()
+    leaks = [s.kind for s in planter.secrets() for fragment in s.fragments() if fragment in text]
+    assert leaks == []
+    with StateDB() as state:  # the flow, not the workers, wrote the state database
+        assert state.count("distillations") == on_dask["trajectories"]["seen"]
