@@ -2,14 +2,24 @@
 
 ``skillmill recall`` and ``skillmill hook`` run inside an agent's turn, so their start-up
 time is the user's waiting time. Importing the full command group pulls in every command's
-models (pydantic, ~200 ms); the fast path imports only the one command module instead and
-handles errors the same way the group does.
+models (pydantic, ~200 ms) and click (~20 ms); the fast path imports only the one command
+module, parses its flags with ``argparse`` and handles errors the way the group does. The
+group registers the same commands through :func:`click_command`, so ``skillmill --help``
+lists them and both paths share one parser.
 """
 
 from __future__ import annotations
 
 import sys
 
+TYPE_CHECKING = False  # as typing.TYPE_CHECKING, without importing typing at every prompt
+if TYPE_CHECKING:
+    import argparse
+    from collections.abc import Callable
+
+    from pipeline.errors import SkillmillError
+
+#: command -> module with ``parser()`` and ``main(argv)``.
 FAST = {"recall": "pipeline.recall.cli", "hook": "pipeline.agents.cli"}
 
 
@@ -22,41 +32,74 @@ def main() -> None:
     group()
 
 
+def _fail(error: SkillmillError) -> None:
+    """As ``pipeline.cli._output.fail``, without importing click: red on a terminal."""
+    red, reset = ("\x1b[31m", "\x1b[0m") if sys.stderr.isatty() else ("", "")
+    sys.stderr.write(f"{red}Error: {error.message}{reset}\n")
+    if error.hint:
+        sys.stderr.write(f"  hint: {error.hint}\n")
+
+
 def _fast(name: str, args: list[str]) -> None:
     import importlib
-
-    import click
 
     from pipeline import settings
     from pipeline.errors import SkillmillError, UsageError
 
-    def fail(error: SkillmillError) -> None:  # as pipeline.cli._output.fail, without importing the group
-        click.secho(f"Error: {error.message}", fg="red", err=True)
-        if error.hint:
-            click.echo(f"  hint: {error.hint}", err=True)
-
     settings.apply_offline_env()
-    command = importlib.import_module(FAST[name]).command
     try:
-        command.main(args, prog_name=f"skillmill {name}", standalone_mode=False)
+        importlib.import_module(FAST[name]).main(args)
     except UsageError as exc:
-        fail(exc)
+        _fail(exc)
         sys.exit(2)
     except SkillmillError as exc:
-        fail(exc)
+        _fail(exc)
         sys.exit(1)
-    except SystemExit:
+    except (SystemExit, KeyboardInterrupt):
         raise
     except Exception as exc:
-        if isinstance(exc, click.exceptions.ClickException):
-            exc.show()
-            sys.exit(exc.exit_code)
-        if isinstance(exc, click.exceptions.Abort):
-            sys.exit(1)
         from pipeline.cli._output import save_traceback
 
         log = save_traceback(exc)
-        fail(SkillmillError(f"internal error: {type(exc).__name__}: {exc}",
-                            hint=f"the traceback is in {log}; please report it"))
+        _fail(SkillmillError(f"internal error: {type(exc).__name__}: {exc}",
+                             hint=f"the traceback is in {log}; please report it"))
         sys.exit(1)
     sys.exit(0)
+
+
+def click_command(name: str, parser: Callable[[], argparse.ArgumentParser],
+                  run: Callable[[list[str]], None]) -> object:
+    """A click command for the group that hands its arguments to a fast-path command's parser.
+
+    Errors propagate to the group (which prints them); ``--help`` and bad flags are answered by
+    the ``argparse`` parser, exactly as on the fast path.
+    """
+    import click
+
+    description = parser().description or ""
+
+    @click.command(name, help=description, short_help=description.split("\n", 1)[0], add_help_option=False,
+                   context_settings={"ignore_unknown_options": True, "allow_extra_args": True,
+                                     "allow_interspersed_args": False})
+    @click.argument("args", nargs=-1, type=click.UNPROCESSED)
+    def command(args: tuple[str, ...]) -> None:
+        run(list(args))
+
+    return command
+
+
+def number_range(kind: type, low: float, high: float | None = None) -> Callable[[str], float]:
+    """An ``argparse`` type: a number of ``kind`` within [low, high], as click's ``IntRange``/``FloatRange``."""
+    import argparse
+
+    def parse(value: str) -> float:
+        try:
+            number = kind(value)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{value!r} is not a valid {kind.__name__}") from None
+        if number < low or (high is not None and number > high):
+            span = f"{low}<=x<={high}" if high is not None else f"x>={low}"
+            raise argparse.ArgumentTypeError(f"{number} is not in the range {span}")
+        return number
+
+    return parse

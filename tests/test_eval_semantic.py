@@ -82,16 +82,18 @@ def test_absent_model_means_lexical_only(skills_corpus: Path, tmp_path: Path, mo
 
 
 def test_the_hook_never_loads_a_slow_embedder(skills_corpus: Path, tmp_path: Path, monkeypatch) -> None:
-    import duckdb
+    import sqlite3
 
+    from pipeline.recall import serving
     from pipeline.recall.index import publish
 
     folder = tmp_path / "team"
     shutil.copytree(skills_corpus / RUFF, folder / RUFF)
     target = tmp_path / "recall.duckdb"
     publish([], target, add_folders=[folder])
-    con = duckdb.connect(str(target))
+    con = sqlite3.connect(serving.path_for(target))  # queries read the embedder from the serving snapshot
     con.execute("UPDATE meta SET value = 'sentence-transformers:/models/minilm' WHERE key = 'embedder'")
+    con.commit()
     con.close()
     calls: list[str] = []
     monkeypatch.setattr(semantic, "load", lambda spec, quiet=False: calls.append(spec))

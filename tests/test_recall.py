@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -114,6 +115,50 @@ def test_reindexing_is_incremental_and_remembers_folders(skills_corpus: Path, tm
     assert recall("isort before black", path=None)[0].name == "python-code-style"
     code, out = cli("index", "--forget", str(folder), "--json")
     assert json.loads(out)["skills"] == 0
+
+
+def test_republishing_the_same_text_copies_the_lexical_tables(skills_corpus: Path, tmp_path: Path,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    from pipeline.recall import feedback, lexical, serving
+
+    folder = copy_skills(skills_corpus, tmp_path / "team", [RUFF, "wshobson-agents/python-code-style"])
+    target = tmp_path / "recall.duckdb"
+    publish([], target, add_folders=[folder])
+    query = "fix E501 line too long reported by ruff"
+    before = recall(query, path=target)
+    built: list[int] = []
+    build = lexical.build
+    monkeypatch.setattr(lexical, "build", lambda con: (built.append(1), build(con)))
+    # Only a prior moved (feedback): the text is the same, so the postings are copied, not computed.
+    verdict = {"id": "e1", "skill": "ruff-recursive-fix", "path": str(folder / RUFF), "verdict": "wrong", "note": "",
+               "source": "test", "created_at": datetime.now(UTC)}
+    publish([], target, events=[feedback.normal(verdict)])
+    assert built == []
+    scores = {h.path: h.score for h in before}, {h.path: h.score for h in recall(query, path=target)}
+    assert scores[0].keys() == scores[1].keys() and scores[1][str(folder / RUFF)] < scores[0][str(folder / RUFF)]
+    style = folder / "wshobson-agents/python-code-style/SKILL.md"
+    style.write_text(style.read_text() + "\nAlways run isort before black.\n")
+    publish([], target)  # the text changed: computed again
+    assert built == [1]
+    assert recall("isort before black", path=target)[0].name == "python-code-style"
+    with RecallIndex(target) as index:
+        assert index.snapshot.meta["lexical"] == index.con.execute(
+            "SELECT value FROM meta WHERE key = 'lexical'").fetchone()[0]  # both files from one publish
+    assert serving.path_for(target).name == "recall.serve.sqlite"
+
+
+def test_an_index_without_its_serving_snapshot_asks_for_a_rebuild(skills_corpus: Path, tmp_path: Path) -> None:
+    from pipeline.errors import IndexError_
+    from pipeline.recall import serving
+
+    target = tmp_path / "recall.duckdb"
+    publish([], target, add_folders=[copy_skills(skills_corpus, tmp_path / "team", [RUFF])])
+    serving.path_for(target).unlink()  # as an index published by an older skillmill
+    with pytest.raises(IndexError_, match="another version") as err:
+        RecallIndex(target)
+    assert "skillmill index" in (err.value.hint or "")
+    publish([], target)
+    assert recall("ruff E501", path=target)[0].name == "ruff-recursive-fix"
 
 
 def test_a_run_republishing_keeps_indexed_folders(skills_corpus: Path, tmp_path: Path) -> None:

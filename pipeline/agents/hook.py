@@ -16,10 +16,13 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import Any
 
 from pipeline import settings
 from pipeline.recall.folders import repo_of
+
+TYPE_CHECKING = False  # as typing.TYPE_CHECKING, without importing typing at every prompt
+if TYPE_CHECKING:
+    from typing import Any
 
 DEFAULT_TIMEOUT = 2.0
 DEFAULT_BUDGET = 2000

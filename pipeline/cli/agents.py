@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import click
 
-from pipeline.agents.cli import command as hook_command
+from pipeline.agents import cli as hook_cli
 from pipeline.cli._output import emit_json
+from pipeline.entry import click_command
 
 AGENTS = ("claude-code", "codex", "gemini")
 
@@ -74,4 +75,5 @@ def export_command(agent: str, project: str | None, library: str | None, dry_run
     click.echo(report.describe())
 
 
+hook_command = click_command("hook", hook_cli.parser, hook_cli.main)
 COMMANDS = (mcp_command, hook_command, install_command, export_command)

@@ -1,5 +1,8 @@
-"""``skillmill recall`` (defined in ``pipeline.recall.cli`` so the fast entry point can skip the group)."""
+"""``skillmill recall`` (parsed and run by ``pipeline.recall.cli``, which the fast entry point calls directly)."""
 
-from pipeline.recall.cli import command
+from pipeline.entry import click_command
+from pipeline.recall.cli import main, parser
+
+command = click_command("recall", parser, main)
 
 __all__ = ["command"]

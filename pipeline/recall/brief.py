@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from pipeline.recall.search import Hit
@@ -20,13 +19,13 @@ DEFAULT_BUDGET = 2000
 _FRONTMATTER = re.compile(r"\A---[ \t]*\r?\n.*?\r?\n---[ \t]*(?:\r?\n|\Z)", re.S)
 
 
-@dataclass
 class Packed:
-    query: str
-    hits: list[Hit]
-    bodies: dict[str, str] = field(default_factory=dict)
-    truncated: bool = False
-    tokens: int = 0
+    """The brief: the hits listed, the bodies included, whether the budget cut the list, its tokens."""
+
+    def __init__(self, query: str, hits: list[Hit], bodies: dict[str, str] | None = None, truncated: bool = False,
+                 tokens: int = 0) -> None:
+        self.query, self.hits, self.truncated, self.tokens = query, hits, truncated, tokens
+        self.bodies = bodies if bodies is not None else {}
 
     def contract(self) -> dict[str, object]:
         """``skillmill recall --json``: ``{"query", "results", "truncated"}``."""

@@ -1,50 +1,72 @@
 """``skillmill recall``: the skills that fit a task, as a brief or as JSON.
 
-Defined here rather than in ``pipeline/cli/`` (which registers it) because importing anything
-under ``pipeline.cli`` builds the whole command group; the executable's fast path
-(``pipeline.entry``) imports only this module: click, orjson and duckdb.
+An agent's hook runs this at every prompt, so its start-up time is the user's waiting time.
+The executable's fast path (``pipeline.entry``) calls :func:`main` without building the
+command group; the flags are parsed with ``argparse`` (importing click alone costs ~20 ms,
+as much as starting Python), and nothing here imports duckdb, click or orjson. The command
+group registers this same parser (``pipeline.entry.click_command``), so both paths take the
+same flags and print the same help.
 """
 
 from __future__ import annotations
 
+import argparse
 import sys
 
-import click
-
+from pipeline.entry import number_range
 from pipeline.errors import UsageError
 
+DESCRIPTION = """Print the approved skills that best fit TASK.
 
-@click.command("recall")
-@click.argument("task", required=False)
-@click.option("--json", "as_json", is_flag=True, help='Print {"query", "results": [...], "truncated"}.')
-@click.option("--limit", "-k", default=5, show_default=True, type=click.IntRange(1, 100),
-              help="At most this many skills.")
-@click.option("--budget", default=2000, show_default=True, type=click.IntRange(1, None),
-              help="Token budget of the brief: listed skills first, then the best bodies that fit.")
-@click.option("--include-candidates", is_flag=True, help="Also return skills not yet approved.")
-@click.option("--queries", "queries_file", type=click.File("r", encoding="utf-8"),
-              help='JSON lines {"id", "query"}: print one line {"id", "results"} per query (needs --json).')
-@click.option("--repo", help="Leave out skills bound to another repository (owner/name or name).")
-@click.option("--language", help="Leave out skills bound to another language (python, go, typescript ...).")
-@click.option("--agent", help="Leave out skills bound to another agent (claude-code, codex, gemini).")
-def command(task: str | None, as_json: bool, limit: int, budget: int, include_candidates: bool,
-            queries_file: click.utils.LazyFile | None, repo: str | None, language: str | None,
-            agent: str | None) -> None:
-    """Print the approved skills that best fit TASK.
+Nothing is printed as a result when no skill fits: an empty list beats a wrong skill."""
 
-    Nothing is printed as a result when no skill fits: an empty list beats a wrong skill.
-    """
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="skillmill recall", description=DESCRIPTION, allow_abbrev=False,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("task", nargs="?", metavar="TASK", help="What you are about to do, in your own words.")
+    p.add_argument("--json", dest="as_json", action="store_true",
+                   help='Print {"query", "results": [...], "truncated"}.')
+    p.add_argument("--limit", "-k", type=number_range(int, 1, 100), default=5, metavar="K",
+                   help="At most this many skills.  [default: 5; 1<=x<=100]")
+    p.add_argument("--budget", type=number_range(int, 1), default=2000, metavar="N",
+                   help="Token budget of the brief: listed skills first, then the best bodies that fit.  "
+                        "[default: 2000; x>=1]")
+    p.add_argument("--include-candidates", action="store_true", help="Also return skills not yet approved.")
+    p.add_argument("--queries", dest="queries_file", metavar="FILE",
+                   help='JSON lines {"id", "query"}: print one line {"id", "results"} per query (needs --json).')
+    p.add_argument("--repo", help="Leave out skills bound to another repository (owner/name or name).")
+    p.add_argument("--language",
+                   help="Leave out skills bound to another language (python, go, typescript ...).")
+    p.add_argument("--agent", help="Leave out skills bound to another agent (claude-code, codex, gemini).")
+    return p
+
+
+def main(argv: list[str]) -> None:
+    """Parse ``argv`` and answer; errors are raised as ``SkillmillError`` for the caller to print."""
+    args = parser().parse_args(argv)
+    run(args.task, as_json=args.as_json, limit=args.limit, budget=args.budget,
+        include_candidates=args.include_candidates, queries_file=args.queries_file,
+        filters={"repo": args.repo, "language": args.language, "agent": args.agent})
+
+
+def run(task: str | None, *, as_json: bool, limit: int, budget: int, include_candidates: bool,
+        queries_file: str | None, filters: dict[str, str | None]) -> None:
     from pipeline.recall import RecallIndex, pack
 
-    filters = {"repo": repo, "language": language, "agent": agent}
     if queries_file is not None:
         if task is not None:
             raise UsageError("give either TASK or --queries, not both")
         if not as_json:
             raise UsageError("--queries prints JSON lines", hint="add --json")
-        with RecallIndex() as index:
-            _batch(index, queries_file, limit=limit, budget=budget, include_candidates=include_candidates,
-                   filters=filters)
+        lines = _open(queries_file)
+        try:
+            with RecallIndex() as index:
+                _batch(index, lines, limit=limit, budget=budget, include_candidates=include_candidates,
+                       filters=filters)
+        finally:
+            if lines is not sys.stdin:
+                lines.close()
         return
     if not task or not task.strip():
         raise UsageError("no task given", hint='skillmill recall "what you are about to do"')
@@ -54,12 +76,22 @@ def command(task: str | None, as_json: bool, limit: int, budget: int, include_ca
     if as_json:
         _emit(packed.contract())
     else:
-        click.echo(packed.markdown(), nl=False)
+        sys.stdout.write(packed.markdown())
+        sys.stdout.flush()
+
+
+def _open(name: str) -> object:
+    if name == "-":
+        return sys.stdin
+    try:
+        return open(name, encoding="utf-8")  # noqa: SIM115 (closed by the caller)
+    except OSError as exc:
+        raise UsageError(f"--queries: cannot open {name}: {exc.strerror or exc}") from exc
 
 
 def _batch(index: object, lines: object, *, limit: int, budget: int, include_candidates: bool,
            filters: dict[str, str | None]) -> None:
-    import orjson
+    import json
 
     from pipeline.recall import pack
 
@@ -67,9 +99,9 @@ def _batch(index: object, lines: object, *, limit: int, budget: int, include_can
         if not line.strip():
             continue
         try:
-            data = orjson.loads(line)
+            data = json.loads(line)
             qid, query = data["id"], str(data["query"])
-        except (orjson.JSONDecodeError, KeyError, TypeError) as exc:
+        except (ValueError, KeyError, TypeError) as exc:
             raise UsageError(f"--queries line {number}: expected {{\"id\", \"query\"}} ({exc})") from exc
         hits = index.search(query, limit=limit, include_candidates=include_candidates, **filters)  # type: ignore[attr-defined]
         _emit({"id": qid, "results": [h.contract() for h in pack(query, hits, budget).hits]})
@@ -77,6 +109,9 @@ def _batch(index: object, lines: object, *, limit: int, budget: int, include_can
 
 
 def _emit(data: object) -> None:
-    import orjson
+    """One compact JSON line: the same bytes ``orjson.dumps`` gives for these values (which holds
+    for scores >= 1e-4: recall's are >= ~1), without paying for its import."""
+    import json
 
-    click.echo(orjson.dumps(data).decode())
+    sys.stdout.write(json.dumps(data, ensure_ascii=False, separators=(",", ":"), allow_nan=False) + "\n")
+

@@ -7,11 +7,10 @@ count as approved: a team already uses them.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
+from collections import namedtuple
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 SKILL_FILE = "SKILL.md"
@@ -23,11 +22,9 @@ AGENT_DIRS = frozenset({".claude", ".agents", ".codex", ".gemini", ".github", ".
 _REMOTE = re.compile(r"url\s*=\s*\S*?[:/]([\w.-]+)/([\w.-]+?)(?:\.git)?/?\s*$", re.M)
 
 
-@dataclass(frozen=True)
-class FoundFile:
-    file: Path
-    size: int
-    mtime_ns: int
+#: A SKILL.md found, with what decides whether to read it again (a named tuple: ``repo_of`` below
+#: is on the hook path, where importing ``dataclasses`` costs milliseconds).
+FoundFile = namedtuple("FoundFile", "file size mtime_ns")
 
 
 def find_skill_files(root: Path) -> Iterator[FoundFile]:
@@ -56,6 +53,8 @@ def _enter(name: str) -> bool:
 
 
 def sha256(data: bytes) -> str:
+    import hashlib
+
     return hashlib.sha256(data).hexdigest()
 
 

@@ -1,10 +1,12 @@
-"""Build and publish the recall index: one small DuckDB file, replaced atomically.
+"""Build and publish the recall index: one small DuckDB file and its serving snapshot, replaced atomically.
 
 The index holds our library's skills and those of every folder indexed with
 ``skillmill index --skills DIR``, the lexical postings, optional embeddings, the feedback
 priors and the list of indexed folders. It is derived data, written to a temporary file and
 renamed over ``recall.duckdb``: a reader that opened the old file keeps reading it, a new
-reader gets the new one, and nobody ever meets a write lock. Publishers (a run's index stage,
+reader gets the new one, and nobody ever meets a write lock. The same publish copies what
+queries read into ``recall.serve.sqlite`` (``pipeline.recall.serving``), renamed into place
+just before. Publishers (a run's index stage,
 ``skillmill index``) take ``recall.lock`` so two of them never drop each other's changes.
 
 Re-indexing is incremental: a folder skill whose file has the same size and mtime (or, when
@@ -32,10 +34,11 @@ from pipeline.index.db import bulk_insert, connect, load_fts
 from pipeline.library import markdown
 from pipeline.library.model import SERVABLE, Skill
 from pipeline.library.store import StoredSkill
-from pipeline.recall import feedback, folders, lexical
+from pipeline.recall import feedback, folders, lexical, serving
 from pipeline.recall.text import agents, keywords, languages
 
-SCHEMA_VERSION = "5"
+#: 6: postings, vocabulary and surface words live in the serving snapshot (``serving.py``), not here.
+SCHEMA_VERSION = "6"
 COLUMNS = {
     "doc": "INTEGER", "id": "VARCHAR", "name": "VARCHAR", "path": "VARCHAR", "root": "VARCHAR",
     "status": "VARCHAR", "kind": "VARCHAR", "repo": "VARCHAR", "languages": "VARCHAR[]", "agents": "VARCHAR[]",
@@ -288,13 +291,17 @@ def _write(target: Path, rows: list[dict[str, Any]], roots: dict[str, str | None
     os.close(fd)
     os.unlink(tmp_name)  # DuckDB must create the file itself
     tmp = Path(tmp_name)
+    snapshot_tmp = Path(f"{tmp}{serving.SUFFIX}")
     try:
         con = connect(tmp)
         try:
+            con.execute("SET enable_progress_bar = false")  # DuckDB draws it on stdout, which carries --json
             load_fts(con)
             con.execute("CREATE TABLE meta (key VARCHAR PRIMARY KEY, value VARCHAR)")
+            lexical_key = lexical.fingerprint(rows, salt=duckdb.__version__) if rows else ""
             meta = {"schema": SCHEMA_VERSION, "servable": ",".join(sorted(SERVABLE)),
-                    "published_at": datetime.now(UTC).isoformat(), "embedder": embedder.name if embedder else ""}
+                    "published_at": datetime.now(UTC).isoformat(), "embedder": embedder.name if embedder else "",
+                    "lexical": lexical_key}
             con.executemany("INSERT INTO meta VALUES (?, ?)", list(meta.items()))
             columns = ", ".join(f"{k} {v}" for k, v in COLUMNS.items())
             con.execute(f"CREATE TABLE skills ({columns})")
@@ -308,16 +315,21 @@ def _write(target: Path, rows: list[dict[str, Any]], roots: dict[str, str | None
             if events:
                 con.executemany("INSERT INTO skill_feedback VALUES (?, ?, ?, ?, ?, ?, ?)",
                                 [[e.get(c) for c in feedback.COLUMNS] for e in events])
-            if rows:
+            # The lexical tables are computed again only when the text they come from changed.
+            reuse = serving.reusable(serving.path_for(target), lexical_key) if rows else None
+            if rows and reuse is None:
                 lexical.build(con)
             if embedder is not None and rows:
                 _embed(con, embedder, rows, vectors, target.parent / "tmp")
+            # The same publish, from the tables just built: what queries read (see serving.py).
+            serving.write(con, snapshot_tmp, meta, lexical_from=reuse)
             con.execute("CHECKPOINT")
         finally:
             con.close()
-        os.replace(tmp, target)
+        os.replace(snapshot_tmp, serving.path_for(target))
+        os.replace(tmp, target)  # last: a new recall.duckdb marks a finished publish
     finally:
-        for leftover in (tmp, Path(f"{tmp}.wal")):
+        for leftover in (tmp, Path(f"{tmp}.wal"), snapshot_tmp):
             with contextlib.suppress(OSError):
                 leftover.unlink()
 

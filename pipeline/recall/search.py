@@ -4,11 +4,13 @@ This is the hook path: it imports neither litellm, prefect nor pydantic, opens t
 read-only, and serves only the statuses the publisher recorded as servable (approved,
 ``pipeline.library.model.SERVABLE``) unless candidates are asked for explicitly.
 
-Queries are stemmed by lookup in the index (``lexical.query_terms``), so the FTS extension is
-not even loaded here. Ranking, in order: the lexical channel (BM25 over name, description,
+Queries read the serving snapshot the publisher writes beside ``recall.duckdb``
+(``pipeline.recall.serving``: SQLite, opened in a millisecond) rather than DuckDB itself, whose
+import alone costs more than a hook call may take. Query words are stemmed by lookup in the
+index (``lexical.query_terms``), so no stemmer is loaded here either. Ranking, in order: the lexical channel (BM25 over name, description,
 body and code-aware keywords) and, when the index was built with an embedder that loads here
-(and is allowed: the hook allows only fast ones), the semantic channel, fused by reciprocal rank; then the filters (``repo``, ``language``, ``agent``), the
-priors (feedback, candidate status), near-duplicate collapse, and a relevance threshold:
+(and is allowed: the hook allows only fast ones), the semantic channel, fused by reciprocal
+rank; then the filters (``repo``, ``language``, ``agent``), the priors (feedback, candidate status), near-duplicate collapse, and a relevance threshold:
 when the best skill explains too little of the task, nothing is returned.
 """
 
@@ -16,15 +18,17 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass
+from collections import namedtuple
 from pathlib import Path
-from typing import Any
 
 from pipeline import settings
 from pipeline.errors import IndexError_
-from pipeline.index.db import connect
-from pipeline.recall import lexical
+from pipeline.recall import lexical, serving
 from pipeline.recall.text import canonical_agent, canonical_language, keywords, repo_matches
+
+TYPE_CHECKING = False  # as typing.TYPE_CHECKING, without importing typing on the hook path
+if TYPE_CHECKING:
+    from typing import Any
 
 #: Reciprocal-rank fusion: ``sum(weight / (RRF_K + rank))`` over the channels.
 RRF_K = 60
@@ -41,13 +45,11 @@ STATUS_PRIOR = {"approved": 1.0, "candidate": 0.85}
 DUPLICATE_JACCARD = 0.8
 
 
-@dataclass(frozen=True)
-class Hit:
-    name: str
-    path: str
-    score: float
-    description: str
-    status: str
+class Hit(namedtuple("Hit", "name path score description status")):
+    """One recalled skill. A named tuple, not a dataclass: importing ``dataclasses`` (and
+    ``inspect`` with it) costs milliseconds of a hook call's start-up."""
+
+    __slots__ = ()
 
     def contract(self) -> dict[str, object]:
         """The result object of ``skillmill recall --json``."""
@@ -55,11 +57,9 @@ class Hit:
                 "status": self.status}
 
 
-@dataclass
 class Filters:
-    repo: str | None = None
-    language: str | None = None
-    agent: str | None = None
+    def __init__(self, repo: str | None = None, language: str | None = None, agent: str | None = None) -> None:
+        self.repo, self.language, self.agent = repo, language, agent
 
     def keep(self, row: dict[str, Any]) -> bool:
         """A skill bound to another repo, language or agent is left out; an unbound one fits all."""
@@ -71,30 +71,50 @@ class Filters:
 
 
 class RecallIndex:
-    """A read-only handle on ``recall.duckdb``. Cheap to open; use one per process."""
+    """A read-only handle on the published index. Cheap to open; use one per process.
+
+    Queries read the serving snapshot (``pipeline.recall.serving``) through ``sqlite3``;
+    ``con`` opens ``recall.duckdb`` itself, for SQL over everything the index holds.
+    """
 
     def __init__(self, path: Path | None = None, *, slow_embedders: bool = True) -> None:
         self.path = path or settings.recall_index_path()
         self.slow_embedders = slow_embedders
-        if not self.path.exists():
+        snapshot = serving.path_for(self.path)
+        if not snapshot.exists():
+            if self.path.exists():  # published by a skillmill from before the snapshot
+                raise IndexError_(f"{self.path} was written by another version of skillmill",
+                                  hint="rebuild it with `skillmill index`")
             raise IndexError_(f"no recall index at {self.path}",
                               hint="run `skillmill index` (or `skillmill index --skills DIR`) first")
-        # Queries are small: one thread answers them faster than two fighting for a busy machine.
-        self.con = connect(self.path, read_only=True, threads=1)
-        meta = dict(self.con.execute("SELECT key, value FROM meta").fetchall())
-        if meta.get("schema") != _schema_version():
-            self.con.close()
+        self.snapshot = serving.Snapshot(snapshot)
+        meta = self.snapshot.meta
+        if meta.get("schema") != _schema_version() or meta.get("serving") != serving.FORMAT:
+            self.snapshot.close()
             raise IndexError_(f"{self.path} was written by another version of skillmill",
                               hint="rebuild it with `skillmill index`")
         self.servable = frozenset(s for s in meta.get("servable", "approved").split(",") if s)
         self.embedder_name = meta.get("embedder") or None
+        self.published_at = meta.get("published_at")
         self._embedder: Any = None
         self._embedder_tried = False
-        self._has_postings = bool(self.con.execute(
-            "SELECT count(*) FROM duckdb_tables() WHERE table_name = 'postings'").fetchone()[0])  # type: ignore[index]
+        self._vectors: Any = None
+        self._con: Any = None
+
+    @property
+    def con(self) -> Any:
+        """A read-only DuckDB connection to ``recall.duckdb`` (opened on first use; not on the query path)."""
+        if self._con is None:
+            from pipeline.index.db import connect
+
+            self._con = connect(self.path, read_only=True, threads=1)
+        return self._con
 
     def close(self) -> None:
-        self.con.close()
+        self.snapshot.close()
+        if self._con is not None:
+            self._con.close()
+            self._con = None
 
     def __enter__(self) -> RecallIndex:
         return self
@@ -103,7 +123,7 @@ class RecallIndex:
         self.close()
 
     def count(self) -> int:
-        return self.con.execute("SELECT count(*) FROM skills").fetchone()[0]  # type: ignore[index]
+        return self.snapshot.skills
 
     # -- channels ---------------------------------------------------------------------------------
     def embedder(self) -> Any:
@@ -121,23 +141,32 @@ class RecallIndex:
         embedder = self.embedder()
         if embedder is None:
             return []
-        vector = [float(x) for x in embedder.embed([query])[0]]
-        dim = len(vector)
-        rows = self.con.execute(
-            f"SELECT doc FROM vectors ORDER BY array_cosine_similarity(v, $q::FLOAT[{dim}]) DESC LIMIT {CANDIDATES}",
-            {"q": vector}).fetchall()
-        return [r[0] for r in rows]
+        import numpy as np  # the embedder has imported it already
+
+        if self._vectors is None:
+            docs, data = self.snapshot.vectors()
+            matrix = np.frombuffer(data, dtype="<f4").reshape(len(docs), -1) if docs else np.zeros((0, 1), "<f4")
+            norms = np.linalg.norm(matrix, axis=1)
+            self._vectors = (np.asarray(docs), matrix, np.where(norms == 0, 1, norms))
+        docs, matrix, norms = self._vectors
+        vector = np.asarray(embedder.embed([query])[0], dtype=np.float32)
+        if not len(docs) or vector.shape[0] != matrix.shape[1]:
+            return []
+        cosine = (matrix @ vector) / (norms * (np.linalg.norm(vector) or 1))
+        return [int(d) for d in docs[np.argsort(-cosine, kind="stable")[:CANDIDATES]]]
 
     # -- search -----------------------------------------------------------------------------------
     def search(self, query: str, *, limit: int = 5, include_candidates: bool = False,
                repo: str | None = None, language: str | None = None, agent: str | None = None) -> list[Hit]:
-        if not self._has_postings or not query.strip():
+        if not self.snapshot.skills or not query.strip():
             return []
         statuses = set(self.servable) | ({"candidate"} if include_candidates else set())
         filters = Filters(repo, language, agent)
-        terms = lexical.query_terms(self.con, f"{query} {keywords(query)}")
-        known = lexical.lookup(self.con, terms)
-        lex = lexical.score(self.con, [t for t, _ in known.values()], CANDIDATES)
+        snap = self.snapshot
+        terms = lexical.query_terms(snap, f"{query} {keywords(query)}")
+        known = lexical.lookup(snap, terms)
+        termids = [t for t, _ in known.values()]
+        lex = lexical.score(snap, termids, CANDIDATES)
         if not lex:
             return []
         # Relevance: how much of the query's information the best lexical matches explain.
@@ -146,12 +175,12 @@ class RecallIndex:
         # addresses pasted from an error (PriceCalculator, 0x00c0001a4018) are not topics.
         n = self.count()
         idf = {termid: math.log((n - df + 0.5) / (df + 0.5) + 1) for termid, df in known.values()}
-        topical = lexical.query_terms(self.con, " ".join(_plain_words(query)))
+        topical = lexical.query_terms(snap, " ".join(_plain_words(query)))
         unseen = sum(1 for t in topical if t not in known) * math.log((n + 0.5) / 0.5 + 1)
         total = sum(idf.values()) + unseen
         best = lex[0][1]
-        lex_rank = [doc for doc, s, _ in lex if s >= MIN_RELATIVE * best]
-        coverage = max(sum(idf[t] for t in matched) / total for _, _, matched in lex[:3])
+        lex_rank = [doc for doc, s in lex if s >= MIN_RELATIVE * best]
+        coverage = max(sum(idf[t] for t in lexical.matched(snap, termids, doc)) / total for doc, _ in lex[:3])
         if coverage < MIN_COVERAGE:
             return []
         sem_rank = self._semantic(query)
@@ -181,29 +210,22 @@ class RecallIndex:
         return hits
 
     def _rows(self, docs: list[int]) -> dict[int, dict[str, Any]]:
-        if not docs:
-            return {}
-        cols = ("doc", "name", "path", "description", "status", "repo", "languages", "agents", "prior", "sha",
-                "root")
-        ids = ", ".join(str(int(d)) for d in docs)
-        cur = self.con.execute(f"SELECT {', '.join(cols)} FROM skills WHERE doc IN ({ids})")
-        return {r[0]: dict(zip(cols, r, strict=True)) for r in cur.fetchall()}
+        return self.snapshot.rows(docs) if docs else {}
 
     def get_many(self, paths: list[str]) -> list[dict[str, Any]]:
         """Metadata of the skills at ``paths``."""
-        if not paths:
-            return []
-        rows = self.con.execute("SELECT name, path, repo, status, root FROM skills WHERE list_contains($p, path)",
-                                {"p": paths}).fetchall()
-        return [dict(zip(("name", "path", "repo", "status", "root"), r, strict=True)) for r in rows]
+        cols = ("name", "path", "repo", "status", "root")
+        rows = self.snapshot.select_in(f"SELECT {', '.join(cols)} FROM skills WHERE path IN ({{}})", list(paths))
+        return [dict(zip(cols, r, strict=True)) for r in rows]
 
     def get(self, name: str, *, include_candidates: bool = False) -> list[dict[str, Any]]:
         """Skills called ``name`` (or whose folder path is ``name``), servable first."""
-        statuses = sorted(set(self.servable) | ({"candidate"} if include_candidates else set()))
-        rows = self.con.execute(
-            "SELECT name, path, description, status, root FROM skills WHERE (name = $n OR path = $n) "
-            "AND list_contains($s, status) ORDER BY root = 'library' DESC, path", {"n": name, "s": statuses}).fetchall()
-        return [dict(zip(("name", "path", "description", "status", "root"), r, strict=True)) for r in rows]
+        statuses = set(self.servable) | ({"candidate"} if include_candidates else set())
+        cols = ("name", "path", "description", "status", "root")
+        rows = self.snapshot.con.execute(
+            f"SELECT {', '.join(cols)} FROM skills WHERE name = ?1 OR path = ?1 ORDER BY root = 'library' DESC, path",
+            [name]).fetchall()
+        return [dict(zip(cols, r, strict=True)) for r in rows if r[3] in statuses]
 
 
 _WORD = re.compile(r"[a-z0-9]+")
@@ -227,7 +249,7 @@ def _duplicate(a: dict[str, Any], b: dict[str, Any]) -> bool:
 def _schema_version() -> str:
     # Imported lazily: pipeline.recall.index pulls in the library model (pydantic), which the
     # query path does not need. Keep this literal in step with index.SCHEMA_VERSION (a test checks).
-    return "5"
+    return "6"
 
 
 def recall(query: str, *, limit: int = 5, include_candidates: bool = False, path: Path | None = None,
