@@ -31,6 +31,7 @@ from pydantic import BaseModel, Field
 
 from pipeline import settings
 from pipeline.errors import SkillmillError, UsageError
+from pipeline.execution.server import exit_with_parent
 
 if TYPE_CHECKING:
     from pipeline.config import Config
@@ -221,9 +222,12 @@ def local_server(server: Server, *, timeout: float = 180.0,
     log.parent.mkdir(parents=True, exist_ok=True)
     notify(f"Starting Prefect's local server at {server.ui} (its first start sets up a database; logs: {log})")
     with open(log, "ab") as out:
+        # Its own session (see above), and the kernel stops it if we are killed (-9 included) before
+        # the `finally` below can: a server left behind would hold the port and ~230 MB.
         process = subprocess.Popen([sys.executable, "-m", "prefect", "server", "start", "--host", host,
                                     "--port", port], stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                   start_new_session=True, env={**os.environ, **settings.OFFLINE_ENV})
+                                   start_new_session=True, preexec_fn=exit_with_parent,
+                                   env={**os.environ, **settings.OFFLINE_ENV})
     pid_file = log.with_suffix(".pid")  # its own session, so Ctrl-C here reaches it only through us: say who it is
     pid_file.write_text(f"{process.pid}\n", encoding="utf-8")
     try:

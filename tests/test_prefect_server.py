@@ -228,3 +228,37 @@ def test_skillmill_schedule_starts_a_local_server_and_serves_the_cron_schedule(t
     finally:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(server_pid, signal.SIGKILL)  # only if the test failed before skillmill stopped it
+
+
+def _running(pid: int) -> bool:
+    """Alive and not a zombie waiting for a reaper (whatever adopted it may not reap)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the parent-death signal is Linux's")
+def test_a_killed_skillmill_schedule_takes_its_server_with_it(tmp_path: Path, processes: Processes) -> None:
+    """kill -9 leaves no `finally` to run: the kernel must stop the server `skillmill schedule` started."""
+    env = base_env(tmp_path)
+    port = free_port()
+    api = f"http://127.0.0.1:{port}/api"
+    env.update(PREFECT_SERVER_API_PORT=str(port), HOME=str(tmp_path / "user"))
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "skillmill.toml").write_text(f'[sources]\npaths = ["{SAMPLES}"]\ndefaults = false\n')
+    serving = processes.start("schedule", [sys.executable, "-m", "pipeline", "schedule"], env, cwd=tmp_path)
+    pid_file = home / "logs" / "prefect-server.pid"
+    server_pid = wait_for("the server's pid file", lambda: pid_file.is_file() and int(pid_file.read_text()),
+                          STARTUP_S, processes)
+    try:
+        wait_for("the server", lambda: healthy(api), STARTUP_S, processes)
+        os.kill(serving.pid, signal.SIGKILL)
+        serving.wait(timeout=30)
+        wait_for("the server to stop", lambda: not _running(server_pid), 60, processes)
+        with pytest.raises(httpx.HTTPError):
+            healthy(api)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(server_pid, signal.SIGKILL)

@@ -118,14 +118,23 @@ def _healthy(url: str) -> bool:
 
 
 # -- the child --------------------------------------------------------------------------------
-def _die_with(parent: int) -> None:
-    """End this process when ``parent`` ends: the kernel's parent-death signal, and a watcher thread."""
+def exit_with_parent() -> None:
+    """Ask the kernel for SIGTERM when this process's parent dies (Linux ``PR_SET_PDEATHSIG``).
+
+    A no-op elsewhere. The request survives ``exec``, so it also serves as ``preexec_fn`` for a
+    server started as a command (``skillmill schedule``'s ``prefect server start``).
+    """
     if sys.platform.startswith("linux"):
         with contextlib.suppress(OSError, AttributeError):
             import ctypes
 
             libc = ctypes.CDLL(None, use_errno=True)
             libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+
+
+def _die_with(parent: int) -> None:
+    """End this process when ``parent`` ends: the kernel's parent-death signal, and a watcher thread."""
+    exit_with_parent()
     if os.getppid() != parent:  # it died before the signal was armed
         os._exit(0)
 
