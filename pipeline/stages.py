@@ -157,6 +157,9 @@ class WriteOutcome:
                 summary.skills.proposed += 1
             elif result == "updated":
                 summary.skills.updated += 1
+            elif result == "held":
+                summary.held.append(name)
+                continue
             else:
                 summary.skills.unchanged += 1
             (summary.written if result != "unchanged" else summary.unchanged).append(name)
@@ -192,7 +195,7 @@ def save_skill(library: Library, draft: Skill, lineage: dict[str, set[str]] | No
         if rejection is None:
             return _save_draft(library, draft, lineage)
         if not rejection.news:
-            return rejection.skill.name, "unchanged"
+            return rejection.skill.name, "held"
         skill, result = library.reopen(draft, rejection)
         if reopened is not None:
             reopened[skill.name] = skill.extra_metadata.get("reopened", "")

@@ -129,6 +129,8 @@ class RunSummary(BaseModel):
     nothing_reusable: list[NothingReusable] = Field(default_factory=list)
     written: list[str] = Field(default_factory=list, description="Skills created or changed by this run.")
     unchanged: list[str] = Field(default_factory=list, description="Skills this run produced again, identical.")
+    held: list[str] = Field(default_factory=list, description="Rejected skills this run drafted again with nothing "
+                                                              "new in their evidence: left rejected.")
     reopened: list[Reopened] = Field(default_factory=list)
     library: str = ""
     errors: list[RunError] = Field(default_factory=list)

@@ -13,6 +13,7 @@ from pipeline.index.state import StateDB
 from pipeline.library import Library, markdown
 from pipeline.library.audit import sha256_file
 from pipeline.library.memory import material_news
+from pipeline.summary import RunSummary
 from tests.review_support import DJANGO, build, django_inputs
 from tests.test_skill_file import sample_skills
 
@@ -68,9 +69,12 @@ def test_a_rejected_draft_is_not_written_again_for_the_same_evidence(tmp_path: P
     with StateDB() as state:
         draft = consolidate("django/django", state.facts("django/django"))
     assert draft is not None and draft.status == "candidate"
-    assert stages.save_skill(library, draft) == ("working-in-django", "unchanged")
+    assert stages.save_skill(library, draft) == ("working-in-django", "held")
     renamed = draft.model_copy(update={"name": "django-commands"})  # same evidence, another name
-    assert stages.save_skill(library, renamed) == ("working-in-django", "unchanged")
+    assert stages.save_skill(library, renamed) == ("working-in-django", "held")
+    summary = RunSummary()
+    stages.WriteOutcome(results={"working-in-django": "held"}).count(summary)
+    assert (summary.held, summary.unchanged, summary.skills.unchanged) == (["working-in-django"], [], 0)
     assert library.get("django-commands") is None
     assert library.get("working-in-django").skill.status == "rejected"
 

@@ -96,7 +96,8 @@ def _print(result: dict) -> None:
         echo("Still being written, read by the next run:")
         for item in result["deferred"]:
             echo(f"  ~ {item['path']}  (changed {item['modified_s_ago']:.0f} s ago)")
-    echo(f"Skills: {s['proposed']} proposed, {s['updated']} updated, {s['unchanged']} unchanged "
+    held = f", {len(result['held'])} held back (rejected before)" if result.get("held") else ""
+    echo(f"Skills: {s['proposed']} proposed, {s['updated']} updated, {s['unchanged']} unchanged{held} "
          f"-> {result['library']}")
     redacted = result.get("redactions") or {}
     if redacted.get("values"):
@@ -107,6 +108,8 @@ def _print(result: dict) -> None:
         echo(f"  + {name}")
     for name in result["unchanged"]:
         echo(f"  = {name}")
+    for name in result.get("held", []):
+        echo(f"  x {name}  (rejected before; nothing new in its evidence, so not proposed again)")
     for item in result.get("reopened", []):
         click.secho(f"  ! {item['name']} was rejected before and is back for review: {item['reason']}", fg="yellow")
     if result["nothing_reusable"]:

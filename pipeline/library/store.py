@@ -49,7 +49,8 @@ PROPOSED_DIR = "_proposed"
 #: The last rejected proposal per skill, kept so the same change is not proposed again.
 REJECTED_PROPOSALS = "_rejected/_proposed"
 LOCK_FILE = ".skillmill.lock"
-SaveResult = Literal["created", "updated", "unchanged"]
+#: ``held``: a person rejected this skill and the draft brings nothing new: not proposed again.
+SaveResult = Literal["created", "updated", "unchanged", "held"]
 
 
 @dataclass(frozen=True)
