@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from pipeline import atomic
 from pipeline.errors import SkillFileError
 from pipeline.library import markdown
 from pipeline.library.model import Skill
@@ -81,12 +82,10 @@ class History:
 
     def keep(self, skill: Skill, text: str) -> bool:
         """Record ``text`` as the skill's current version unless that version is already recorded."""
-        from pipeline.library.store import atomic_write  # store imports this module
-
         if not skill.generated:
             return False
         file = self.file(skill.name, skill.version)
         if file.is_file():
             return False
-        atomic_write(file, text)
+        atomic.write(file, text)
         return True

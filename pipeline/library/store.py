@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from pipeline.atomic import write as atomic_write
 from pipeline.errors import SkillFileError
 from pipeline.library import markdown, memory
 from pipeline.library.audit import AuditLog, sha256_file
@@ -317,21 +318,6 @@ def read_skill(file: Path) -> Skill:
         _PARSED.clear()
     _PARSED[key] = skill
     return skill
-
-
-def atomic_write(file: Path, text: str) -> None:
-    file.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{file.name}.", suffix=".tmp", dir=file.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, file)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
 
 
 def _atomic_new_folder(target: Path, text: str) -> None:

@@ -14,15 +14,13 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
-import tempfile
 import uuid
 from collections.abc import Iterable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from pipeline import settings
+from pipeline import atomic, settings
 from pipeline.errors import UsageError
 
 VERDICTS = ("helpful", "not_helpful", "wrong", "stale")
@@ -43,20 +41,8 @@ def record(skill: str, verdict: str, note: str = "", *, path: str | None = None,
         raise UsageError(f"unknown verdict {verdict!r}", hint=f"use one of: {', '.join(VERDICTS)}")
     event = {"id": uuid.uuid4().hex, "skill": skill, "path": path, "verdict": verdict, "note": note or "",
              "source": source, "created_at": datetime.now(UTC).isoformat()}
-    folder = journal_dir()
-    folder.mkdir(parents=True, exist_ok=True)
     name = f"{datetime.now(UTC).strftime('%Y%m%dT%H%M%S%f')}-{event['id']}.json"
-    fd, tmp = tempfile.mkstemp(prefix=".", suffix=".tmp", dir=folder)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            json.dump(event, handle)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, folder / name)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
+    atomic.write(journal_dir() / name, json.dumps(event))
     return event
 
 

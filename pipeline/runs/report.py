@@ -7,10 +7,7 @@ the snapshot always agree with the database.
 
 from __future__ import annotations
 
-import contextlib
 import logging
-import os
-import tempfile
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -18,7 +15,7 @@ from typing import Any
 import orjson
 from pydantic import BaseModel, Field
 
-from pipeline import settings
+from pipeline import atomic, settings
 
 log = logging.getLogger(__name__)
 
@@ -186,17 +183,6 @@ def publish(state: Any, run_id: str) -> RunReport | None:
 def write_snapshot(reports: list[RunReport]) -> Path:
     """Recent reports as JSON beside the database, replaced atomically (readers never see half a file)."""
     path = snapshot_path()
-    path.parent.mkdir(parents=True, exist_ok=True)
     payload = {"written_at": datetime.now(UTC).isoformat(), "runs": [r.model_dump(mode="json") for r in reports]}
-    fd, tmp = tempfile.mkstemp(prefix=".runs-snapshot.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(orjson.dumps(payload, option=orjson.OPT_INDENT_2))
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
+    atomic.write(path, orjson.dumps(payload, option=orjson.OPT_INDENT_2))
     return path

@@ -1,0 +1,30 @@
+"""Files replaced atomically: written under a temporary name beside the target, synced, renamed.
+
+A reader sees the old file or the new one, never half of one. A writer killed between the two
+steps leaves ``.<name>.<8 characters>.tmp`` behind, a name the next run recognises and removes
+(``pipeline/execution/recovery.py``). Standard library only: the feedback journal and the run
+snapshot use it without importing the skill library.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+from pathlib import Path
+
+
+def write(file: Path, data: str | bytes) -> None:
+    """Replace ``file`` with ``data`` (text is written as UTF-8), creating its folder if needed."""
+    file.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{file.name}.", suffix=".tmp", dir=file.parent)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data.encode("utf-8") if isinstance(data, str) else data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, file)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
