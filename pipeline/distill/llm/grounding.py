@@ -250,16 +250,21 @@ class Grounder:
             problem = self._text(item.text, report)
             if not item.text.strip() and not (item.command or "").strip():
                 problem = "is empty"
-            if problem is None and item.command:
-                problem = self._command(item.command, evidence, report)
-            problem = problem or self._files(item.files, report)
-            if problem is None and not evidence:
-                problem = "points at no step of the trajectory"
+            problem = problem or self._citations(item.command, item.files, evidence, report)
             if problem:
                 report.removed.append(f"{label} {number}: {problem}")
                 continue
             kept.append((item, sorted(evidence)))
         return kept
+
+    def _citations(self, command: str | None, files: list[str], evidence: set[int],
+                   report: GroundingReport) -> str | None:
+        """What an item cites must be in the trajectory: its command, its files, at least one step."""
+        problem = self._command(command, evidence, report) if command else None
+        problem = problem or self._files(files, report)
+        if problem is None and not evidence:
+            problem = "points at no step of the trajectory"
+        return problem
 
     def _command(self, command: str, evidence: set[int], report: GroundingReport) -> str | None:
         """A cited command must be one the agent ran; its steps join the item's evidence."""
@@ -284,11 +289,7 @@ class Grounder:
                     problem = f"quotes the error `{_short(item.error)}`, which the trajectory does not show"
                 else:
                     evidence.update(self.source.valid_steps(steps))
-            if problem is None and item.command:
-                problem = self._command(item.command, evidence, report)
-            problem = problem or self._files(item.files, report)
-            if problem is None and not evidence:
-                problem = "points at no step of the trajectory"
+            problem = problem or self._citations(item.command, item.files, evidence, report)
             if problem:
                 report.removed.append(f"pitfall {number}: {problem}")
                 continue
