@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 from pipeline.distill.abstraction import Abstractor
 from pipeline.distill.analysis import Analysis, Event, Fix, analyze, template
 from pipeline.distill.facts import RepoFact, repo_facts
-from pipeline.distill.naming import describe_task, skill_name, task_title
-from pipeline.library.model import Evidence, Item, Pitfall, Skill, SourceRef
+from pipeline.distill.naming import describe_task, skill_name, source_ref, task_title
+from pipeline.library.model import Evidence, Item, Pitfall, Skill
 from pipeline.trajectory import Trajectory
 from pipeline.trajectory.commands import CHECKS, Purpose, error_signature, is_shell_tool
 
@@ -115,7 +115,7 @@ def _skill(analysis: Analysis) -> Skill:
         confidence=min(confidence, 0.95),
         outcome=t.outcome.status,
         repo=t.repo,
-        sources=[SourceRef(trajectory=t.id, agent=t.agent, outcome=t.outcome.status, task=task_title(t))],
+        sources=[source_ref(t)],
         procedure=procedure,
         pitfalls=pitfalls,
         verification=verification,

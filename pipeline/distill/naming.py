@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from pipeline.library.model import MAX_NAME
+from pipeline.library.model import MAX_NAME, SourceRef
 from pipeline.trajectory import Trajectory
 
 _STOP = {"a", "an", "the", "of", "to", "in", "on", "for", "with", "and", "or", "is", "are", "be", "it", "its",
@@ -26,6 +26,12 @@ def task_title(trajectory: Trajectory) -> str:
     if not line:
         return f"{trajectory.agent} session {trajectory.id[:8]}"
     return line if len(line) <= 100 else line[:97].rstrip() + "..."
+
+
+def source_ref(trajectory: Trajectory) -> SourceRef:
+    """How a skill cites the trajectory it was learned from (both distillers)."""
+    return SourceRef(trajectory=trajectory.id, agent=trajectory.agent, outcome=trajectory.outcome.status,
+                     task=task_title(trajectory))
 
 
 def describe_task(trajectory: Trajectory) -> str:

@@ -6,8 +6,8 @@ import re
 
 from pipeline.distill.abstraction import Abstractor
 from pipeline.distill.llm.grounding import Grounded
-from pipeline.distill.naming import clamp_name, describe_task, skill_name, slug, task_title
-from pipeline.library.model import MAX_DESCRIPTION, Evidence, Item, Pitfall, Skill, SourceRef
+from pipeline.distill.naming import clamp_name, describe_task, skill_name, slug, source_ref, task_title
+from pipeline.library.model import MAX_DESCRIPTION, Evidence, Item, Pitfall, Skill
 from pipeline.trajectory import Trajectory
 
 _CONFIDENCE = {("resolved", "label"): 0.8, ("resolved", "heuristic"): 0.6, ("unknown", "heuristic"): 0.45,
@@ -63,7 +63,7 @@ def to_skill(grounded: Grounded, trajectory: Trajectory, model: str, removed: in
         confidence=max(0.05, min(confidence, 0.95)),
         outcome=t.outcome.status,
         repo=t.repo,
-        sources=[SourceRef(trajectory=t.id, agent=t.agent, outcome=t.outcome.status, task=task_title(t))],
+        sources=[source_ref(t)],
         procedure=procedure,
         pitfalls=pitfalls,
         verification=verification,
