@@ -31,7 +31,6 @@ from pydantic import BaseModel, Field
 
 from pipeline import settings
 from pipeline.errors import SkillmillError, UsageError
-from pipeline.execution.server import exit_with_parent
 
 if TYPE_CHECKING:
     from pipeline.config import Config
@@ -220,6 +219,9 @@ def local_server(server: Server, *, timeout: float = 180.0,
     host, port = re.match(r"https?://([^:/]+):(\d+)", server.url).groups()  # type: ignore[union-attr]
     log = settings.home() / "logs" / "prefect-server.log"
     log.parent.mkdir(parents=True, exist_ok=True)
+    # Imported here, not at the top: validating a config file imports this module.
+    from pipeline.execution.server import exit_with_parent
+
     notify(f"Starting Prefect's local server at {server.ui} (its first start sets up a database; logs: {log})")
     with open(log, "ab") as out:
         # Its own session (see above), and the kernel stops it if we are killed (-9 included) before
