@@ -155,14 +155,15 @@ class WriteOutcome:
         for name, result in sorted(self.results.items()):
             if result == "created":
                 summary.skills.proposed += 1
+                summary.written.append(name)
             elif result == "updated":
                 summary.skills.updated += 1
+                summary.written.append(name)
             elif result == "held":
                 summary.held.append(name)
-                continue
             else:
                 summary.skills.unchanged += 1
-            (summary.written if result != "unchanged" else summary.unchanged).append(name)
+                summary.unchanged.append(name)
         summary.reopened += [Reopened(name=n, reason=r) for n, r in sorted(self.reopened.items())]
 
 
