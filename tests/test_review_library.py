@@ -132,3 +132,21 @@ def test_runs_never_touch_decided_skills(tmp_path: Path, status: str) -> None:
         state.con.execute("DELETE FROM distillations")  # force a full re-distillation
     build([django_inputs(tmp_path, *DJANGO)], tmp_path / "lib")
     assert library.get(name).skill.status == status and sha256_file(file) == before
+
+
+def test_a_model_merge_into_an_approved_skill_whose_change_was_rejected_is_held(tmp_path: Path) -> None:
+    from pipeline.distill.llm.merge import Consolidator
+
+    build([django_inputs(tmp_path, *DJANGO[:2])], tmp_path / "lib")
+    library = Library(tmp_path / "lib")
+    approved = library.get("working-in-django").skill.model_copy(update={"status": "approved"})
+    library.save(approved)
+    build([django_inputs(tmp_path, *DJANGO)], tmp_path / "lib")
+    with StateDB() as state:
+        update = consolidate("django/django", state.facts("django/django"))
+    library.propose(update)
+    library.reject_proposal(library.proposal("working-in-django"), library.proposal("working-in-django").skill)
+
+    consolidator = Consolidator(library, client=None, llm_state=None)  # writing needs no model
+    assert consolidator._write(approved, update) == "held"
+    assert library.proposal("working-in-django") is None

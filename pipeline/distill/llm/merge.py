@@ -104,6 +104,8 @@ class Consolidator:
             before = markdown.render(approved.skill) if approved else ""
             after = markdown.render(updated)
             folder = self.library.propose(updated)
+            if folder is None:  # a person rejected this very change: not proposed again
+                return "held"
             diff = "".join(difflib.unified_diff(
                 before.splitlines(keepends=True), after.splitlines(keepends=True),
                 fromfile=f"{existing.name}/SKILL.md (approved)",
