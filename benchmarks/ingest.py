@@ -1,6 +1,7 @@
 """Ingest throughput and memory on the shared corpus, next to bare ``orjson.loads`` in the same run.
 
-    PYTHONPATH=. python benchmarks/ingest.py [--repeat 5] [--scales 1,4] [--by kind|format] [--corpus DIR]
+    PYTHONPATH=. python benchmarks/ingest.py [--repeat 5] [--scales 1,4] [--by kind|format] [--stages]
+                                             [--corpus DIR]
 
 Every file of the corpus some registered format reads is ingested ``--repeat`` times over
 (``ingest_file``: detection, parsing, outcome, content id), and the same bytes are parsed
@@ -9,6 +10,13 @@ JSONL, per document for JSON, ``decode`` + ``splitlines`` for text (Aider's Mark
 JSON to parse). Passes alternate so that neither side gets a warmer cache; the best pass of
 each, in CPU time, is kept. Printed per kind (or, with ``--by format``, per trajectory format)
 and in total: MB/s, the ratio to the baseline, sessions/s.
+
+Where the time goes (``--stages``): the JSON files are ingested again with stages switched off
+one after the other -- redaction (detectors return nothing; texts are still typed as redacted),
+then outcome inference, then the content id -- leaving detection, parsing and building the
+model. Each row is the best pass, next to the baseline measured alternately with it; a stage's
+share is the time its row saves. This is how far switching a stage off (or making it free) can
+move the ratio, measured rather than guessed.
 
 Memory: for each ``--scales`` factor a fresh process ingests a copy of the corpus made that many
 times larger *per file* (JSONL sessions repeated with their ids renamed so nothing is deduplicated,
@@ -29,6 +37,8 @@ import sys
 import tempfile
 import time
 from collections import defaultdict
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, ExitStack, contextmanager
 from pathlib import Path
 
 import orjson
@@ -137,6 +147,53 @@ def _print_row(kind: str, row: dict[str, float]) -> None:
           f"{ours / raw:>6.0%} {row['sessions'] / row['ingest_s']:>11.0f}")
 
 
+# -- where the time goes ---------------------------------------------------------------------
+@contextmanager
+def _patched(owner: object, name: str, value: object) -> Iterator[None]:
+    real = getattr(owner, name)
+    setattr(owner, name, value)
+    try:
+        yield
+    finally:
+        setattr(owner, name, real)
+
+
+def _switches() -> list[tuple[str, Callable[[], AbstractContextManager[None]]]]:
+    """Each stage and how to switch it off; switched off cumulatively, in this order."""
+    import pipeline.ingest as ingest
+    from pipeline.redact.engine import Redactor
+    from pipeline.trajectory import Outcome, Trajectory
+
+    return [
+        ("redaction", lambda: _patched(Redactor, "redact", lambda self, text: (text, {}))),
+        ("outcome", lambda: _patched(ingest, "infer_outcome", lambda trajectory: trajectory.outcome or Outcome())),
+        ("content id", lambda: _patched(Trajectory, "with_id", lambda self: self)),
+    ]
+
+
+def stages(groups: dict[str, list[tuple[Path, str]]], repeat: int) -> None:
+    files = [(path, kind) for group in groups.values() for path, kind in group if kind != "text"]
+    size = sum(p.stat().st_size for p, _ in files) / 1e6
+    print(f"\nWhere the time goes on JSON ({len(files)} files, {size:.1f} MB): stages switched off one after the"
+          f" other, best of {repeat}")
+    print(f"{'ingest':<38} {'baseline MB/s':>14} {'ingest MB/s':>12} {'ratio':>6} {'s/pass':>7} "
+          f"{'share of the stage removed':>27}")
+    switches = _switches()
+    rows = []
+    for count in range(len(switches) + 1):
+        with ExitStack() as stack:
+            for _, off in switches[:count]:
+                stack.enter_context(off())
+            rows.append(throughput({"json": files}, repeat)["json"])
+    for count, row in enumerate(rows):
+        label = "all stages" if not count else "without " + ", ".join(name for name, _ in switches[:count])
+        share = f"{(rows[count - 1]['ingest_s'] - row['ingest_s']) / rows[0]['ingest_s']:.0%}" if count else ""
+        raw_mbs, ours_mbs = row["mb"] / row["raw_s"], row["mb"] / row["ingest_s"]
+        print(f"{label:<38} {raw_mbs:>14.1f} {ours_mbs:>12.1f} {ours_mbs / raw_mbs:>6.0%} {row['ingest_s']:>7.3f} "
+              f"{share:>27}")
+    print("what is left after the last row: detection, reading, parsing, building the trajectory model")
+
+
 # -- memory -------------------------------------------------------------------------------------
 def renamed(value: object, copy: int) -> object:
     if isinstance(value, dict):
@@ -192,6 +249,8 @@ def child(corpus: Path, factor: int) -> None:
 
 
 def memory(corpus: Path, scales: list[int]) -> None:
+    if not scales:
+        return
     print("\nMemory: a fresh process per size, each file made larger (peak RSS from getrusage)")
     print(f"{'size':>5} {'input MB':>9} {'largest file MB':>16} {'sessions':>9} {'RSS before MB':>14} {'peak RSS MB':>12}")
     for factor in scales:
@@ -209,6 +268,8 @@ def main() -> None:
     parser.add_argument("--corpus", help="trajectory corpus (default: the shared one)")
     parser.add_argument("--by", choices=("kind", "format"), default="kind",
                         help="group the throughput table by file kind (default) or by trajectory format")
+    parser.add_argument("--stages", action="store_true",
+                        help="also measure ingest with redaction, outcome and content id switched off in turn")
     parser.add_argument("--child", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
     corpus = find_corpus(args.corpus)
@@ -218,6 +279,8 @@ def main() -> None:
     rows = throughput(corpus_files(corpus, args.by), args.repeat)
     print_throughput(rows, args.repeat)
     print(f"peak RSS of this process: {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB")
+    if args.stages:
+        stages(corpus_files(corpus), args.repeat)
     memory(corpus, [int(s) for s in args.scales.split(",") if s.strip()])
 
 
