@@ -182,8 +182,9 @@ def test_bad_lines_are_reported_and_the_rest_kept(corpus: Path, tmp_path: Path) 
     report, [t] = ingest_file(path)
     assert report.status == "partial"
     reasons = {e.line: e.reason for e in report.errors}
-    assert "'payload' should be an object" in reasons[6]
-    assert "'call_id' should be str" in reasons[10]
+    # Which record, which field, what it should have been: one wording for every format.
+    assert reasons[6] == "a 'turn_context' line: 'payload' should be an object, found list"
+    assert reasons[10] == "a 'response_item' line: function_call: 'call_id' should be str, found int"
     assert "truncated last line" in reasons[len(bad) - 1]
     assert len(t.tool_calls()) == 2 and t.task == "what is current repository about? summarize purpuse and explain goals"
 

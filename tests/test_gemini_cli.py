@@ -131,5 +131,5 @@ def test_bad_shapes_are_reported_per_line(corpus: Path, tmp_path: Path) -> None:
     assert report.status == "partial"
     reasons = {e.line: e.reason for e in report.errors}
     assert "truncated last line" in reasons[len(lines)]
-    assert "'toolCalls' should be list" in reasons[number + 1]
+    assert reasons[number + 1] == "a 'gemini' message: 'toolCalls' should be list, found str"
     assert len(t.tool_calls()) >= 4  # the other messages' calls are kept

@@ -25,13 +25,34 @@ class BadShape(ValueError):
     """A record whose fields have the wrong type; reported for its line, the rest is read."""
 
 
-def expect(record: dict[str, Any], key: str, kinds: type | tuple[type, ...], what: str) -> Any:
-    """``record[key]`` when it has one of ``kinds``; None when absent; BadShape otherwise."""
+#: What translating a record of an unexpected shape raises: the parsers' own BadShape (a
+#: ValueError) and the errors of a field that is missing or of another type than the format says.
+SHAPE_ERRORS = (TypeError, AttributeError, ValueError, KeyError)
+
+
+def shape_error(what: str, exc: Exception) -> str:
+    """The report line for a record that could not be read: ``<what>: <why>``.
+
+    Every parser reads record by record and catches ``SHAPE_ERRORS`` around each one, so a bad
+    record costs that record; this is the one wording of what it lost.
+    """
+    if isinstance(exc, BadShape):
+        return f"{what}: {exc}"  # says which field and what it should have been
+    return f"{what}: unexpected shape ({type(exc).__name__}: {exc})"
+
+
+def expect(record: dict[str, Any], key: str, kinds: type | tuple[type, ...], what: str = "") -> Any:
+    """``record[key]`` when it has one of ``kinds``; None when absent; BadShape otherwise.
+
+    ``what`` names ``record`` when it is not the record the parser reports (a tool call inside
+    a message); the report already names that one (``shape_error``).
+    """
     value = record.get(key)
     if value is None or isinstance(value, kinds):
         return value
     names = " or ".join(k.__name__ for k in (kinds if isinstance(kinds, tuple) else (kinds,)))
-    raise BadShape(f"{what}: {key!r} should be {names}, found {type(value).__name__}")
+    where = f"{what}: " if what else ""
+    raise BadShape(f"{where}{key!r} should be {names}, found {type(value).__name__}")
 
 
 def loads_object(text: Any) -> dict[str, Any] | None:

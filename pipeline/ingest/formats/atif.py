@@ -26,7 +26,16 @@ from typing import Any
 import orjson
 
 from pipeline.ingest.base import TrajectoryFormat
-from pipeline.ingest.formats._common import as_dict, as_list, as_str, dumps, text_of, unified
+from pipeline.ingest.formats._common import (
+    SHAPE_ERRORS,
+    as_dict,
+    as_list,
+    as_str,
+    dumps,
+    shape_error,
+    text_of,
+    unified,
+)
 from pipeline.ingest.reader import Probe, load_json
 from pipeline.ingest.report import FileReport
 from pipeline.trajectory import Outcome, Trajectory, TrajectoryBuilder
@@ -144,8 +153,8 @@ class _Reader:
                 continue
             try:
                 self._step(step, called)
-            except (TypeError, AttributeError, ValueError, KeyError) as exc:
-                self.report.error(f"{self.where}step {position}: unexpected shape ({exc}); skipped")
+            except SHAPE_ERRORS as exc:
+                self.report.error(shape_error(f"{self.where}step {position}", exc))
         for call_id, left in self.results.items():  # a call answered more than once
             for result in left:
                 self._context(result, step_stamp=None, sidechain=False, note=f"another result for call {call_id}")

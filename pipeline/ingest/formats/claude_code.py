@@ -39,6 +39,7 @@ from typing import Any
 import orjson
 
 from pipeline.ingest.base import TrajectoryFormat
+from pipeline.ingest.formats._common import SHAPE_ERRORS, shape_error
 from pipeline.ingest.reader import Checkpoint, Probe, iter_jsonl
 from pipeline.ingest.report import FileReport
 from pipeline.trajectory import Trajectory, TrajectoryBuilder
@@ -121,8 +122,8 @@ class ClaudeCode(TrajectoryFormat):
                 continue
             try:
                 transcript.add(record, line)
-            except (TypeError, AttributeError, ValueError, KeyError) as exc:
-                report.error(f"unexpected shape of a {record.get('type')!r} entry: {exc}", line)
+            except SHAPE_ERRORS as exc:
+                report.error(shape_error(f"a {record.get('type')!r} entry", exc), line)
         if checkpoint is not None:
             checkpoint.state = snapshot or pickle.dumps(transcript)  # before trajectories() prunes branches
         yield from transcript.trajectories()

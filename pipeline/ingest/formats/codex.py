@@ -27,6 +27,7 @@ from typing import Any
 
 from pipeline.ingest.base import TrajectoryFormat
 from pipeline.ingest.formats._common import (
+    SHAPE_ERRORS,
     BadShape,
     as_text,
     describe,
@@ -35,6 +36,7 @@ from pipeline.ingest.formats._common import (
     paths_in,
     pick_task,
     repo_slug,
+    shape_error,
     unified,
 )
 from pipeline.ingest.reader import Probe, iter_jsonl
@@ -96,10 +98,8 @@ class CodexRollout(TrajectoryFormat):
                 continue
             try:
                 rollout.add(record, line)
-            except BadShape as exc:
-                report.error(str(exc), line)
-            except (TypeError, AttributeError, ValueError, KeyError) as exc:
-                report.error(f"unexpected shape of a {record.get('type')!r} line: {exc}", line)
+            except SHAPE_ERRORS as exc:
+                report.error(shape_error(f"a {record.get('type')!r} line", exc), line)
         for line, reason in rollout.problems:
             report.error(reason, line)
         trajectory = rollout.build()
@@ -152,7 +152,7 @@ class _Rollout:
             return
         payload = record["payload"]
         if not isinstance(payload, dict):
-            raise BadShape(f"{kind!r} line: 'payload' should be an object, found {type(payload).__name__}")
+            raise BadShape(f"'payload' should be an object, found {type(payload).__name__}")
         stamp = record.get("timestamp")
         if isinstance(stamp, str):  # parsed once at the end: lines are written in time order
             self.first_stamp = self.first_stamp or stamp
@@ -168,25 +168,25 @@ class _Rollout:
         # compacted, world_state, inter-agent records: context for the model, no new steps.
 
     def _session_meta(self, meta: dict[str, Any], stamp: Any) -> None:
-        git = expect(meta, "git", dict, "session_meta") or {}
-        self.cwd = self.cwd or expect(meta, "cwd", str, "session_meta")
+        git = expect(meta, "git", dict) or {}
+        self.cwd = self.cwd or expect(meta, "cwd", str)
         self.repo = self.repo or repo_slug(git.get("repository_url"))
-        self.b.set(session_id=expect(meta, "id", str, "session_meta"),
-                   agent_version=expect(meta, "cli_version", str, "session_meta"),
+        self.b.set(session_id=expect(meta, "id", str),
+                   agent_version=expect(meta, "cli_version", str),
                    cwd=self.cwd, git_branch=git.get("branch") if isinstance(git.get("branch"), str) else None)
         started = parse_time(meta.get("timestamp")) or parse_time(stamp)
         if started is not None:
             self.stamps.append(started)
 
     def _turn_context(self, turn: dict[str, Any]) -> None:
-        model = expect(turn, "model", str, "turn_context")
+        model = expect(turn, "model", str)
         if not model:
             settings = (turn.get("collaboration_mode") or {}).get("settings") if isinstance(
                 turn.get("collaboration_mode"), dict) else None
             model = settings.get("model") if isinstance(settings, dict) else None
         if isinstance(model, str) and model:
             self.models[model] += 1
-        self.cwd = self.cwd or expect(turn, "cwd", str, "turn_context")
+        self.cwd = self.cwd or expect(turn, "cwd", str)
 
     def _response(self, item: dict[str, Any], stamp: Any, line: int) -> None:
         kind = item.get("type")

@@ -28,12 +28,14 @@ from typing import Any
 
 from pipeline.ingest.base import TrajectoryFormat
 from pipeline.ingest.formats._common import (
+    SHAPE_ERRORS,
     BadShape,
     as_text,
     describe,
     expect,
     paths_in,
     pick_task,
+    shape_error,
     unified,
 )
 from pipeline.ingest.reader import Probe, iter_jsonl, load_json
@@ -162,10 +164,8 @@ class _Chat:
         for line, message in self.messages.values():
             try:
                 self._message(b, message)
-            except BadShape as exc:
-                report.error(str(exc), line)
-            except (TypeError, AttributeError, ValueError, KeyError) as exc:
-                report.error(f"unexpected shape of a {message.get('type')!r} message: {exc}", line)
+            except SHAPE_ERRORS as exc:
+                report.error(shape_error(f"a {message.get('type')!r} message", exc), line)
         if not b.steps:
             return None
         meta = self.meta
@@ -180,7 +180,7 @@ class _Chat:
         return b.build()
 
     def _message(self, b: TrajectoryBuilder, message: dict[str, Any]) -> None:
-        kind = expect(message, "type", str, "message")
+        kind = expect(message, "type", str)
         stamp = message.get("timestamp")
         content = message["content"] if "content" in message else message.get("parts")
         text = as_text(content)
@@ -189,12 +189,12 @@ class _Chat:
                 b.user(text, timestamp=stamp)
                 self.prompts.append(text)
         elif kind in _ASSISTANT_TYPES:
-            model = expect(message, "model", str, "message")
+            model = expect(message, "model", str)
             if model:
                 self.models[model] += 1
             if text.strip():
                 b.assistant(text, timestamp=stamp)
-            calls = expect(message, "toolCalls", list, "gemini message") or []
+            calls = expect(message, "toolCalls", list) or []
             for call in calls:
                 if not isinstance(call, dict):
                     raise BadShape(f"a toolCalls entry should be an object, found {type(call).__name__}")

@@ -28,12 +28,13 @@ from typing import Any
 from pipeline.ingest import reader
 from pipeline.ingest.base import TrajectoryFormat
 from pipeline.ingest.formats._common import (
-    BadShape,
+    SHAPE_ERRORS,
     as_text,
     describe,
     expect,
     paths_in,
     pick_task,
+    shape_error,
     unified,
 )
 from pipeline.ingest.reader import Probe, load_json
@@ -155,10 +156,8 @@ class _Session:
         for message in self._messages(message_dir):
             try:
                 self._message(message, part_dir(message["id"]))
-            except BadShape as exc:
-                self.report.error(f"message {message['id']}: {exc}")
-            except (TypeError, AttributeError, ValueError, KeyError) as exc:
-                self.report.error(f"message {message['id']}: unexpected shape: {exc}")
+            except SHAPE_ERRORS as exc:
+                self.report.error(shape_error(f"message {message['id']}", exc))
         if not self.b.steps:
             if not self.report.errors:
                 self.report.status = "skipped"
@@ -211,12 +210,12 @@ class _Session:
     def _message(self, message: dict[str, Any], part_folder: Path) -> None:
         role = message.get("role")
         stamp = _created(message) or None
-        model = expect(message, "modelID", str, "message")
+        model = expect(message, "modelID", str)
         if not model and isinstance(message.get("model"), dict):
             model = message["model"].get("modelID")
         if role == "assistant" and isinstance(model, str) and model:
             self.models[model] += 1
-        where = expect(message, "path", dict, "message") or {}
+        where = expect(message, "path", dict) or {}
         self.b.set(cwd=where.get("cwd") if isinstance(where.get("cwd"), str) else None)
         self.root = self.root or (where.get("root") if isinstance(where.get("root"), str) else None)
         listed = message.get("parts") if isinstance(message.get("parts"), list) else None

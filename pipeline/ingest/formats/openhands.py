@@ -29,10 +29,12 @@ from typing import Any
 
 from pipeline.ingest.base import TrajectoryFormat
 from pipeline.ingest.formats._common import (
+    SHAPE_ERRORS,
     as_dict,
     as_str,
     dumps,
     repo_from_instance,
+    shape_error,
     text_of,
     unified,
     unix_newlines,
@@ -210,8 +212,8 @@ class _Stream:
                     self._action(event)
                 elif isinstance(event.get("observation"), str):
                     self._observation(event)
-            except (TypeError, AttributeError, ValueError, KeyError) as exc:
-                self.report.error(f"{self.where} {position}: unexpected shape ({exc}); skipped", self.line)
+            except SHAPE_ERRORS as exc:
+                self.report.error(shape_error(f"{self.where} {position}", exc), self.line)
 
     # -- actions ---------------------------------------------------------------------------
     def _action(self, event: dict[str, Any]) -> None:

@@ -27,6 +27,7 @@ import orjson
 
 from pipeline.ingest.base import TrajectoryFormat
 from pipeline.ingest.formats._common import (
+    SHAPE_ERRORS,
     as_dict,
     as_list,
     as_str,
@@ -34,6 +35,7 @@ from pipeline.ingest.formats._common import (
     repo_from_dirname,
     repo_from_instance,
     repo_slug,
+    shape_error,
     text_of,
     unified,
     unix_newlines,
@@ -265,8 +267,8 @@ class _Run:
                 continue
             try:
                 self._history_item(item)
-            except (TypeError, AttributeError, ValueError) as exc:
-                self.report.error(f"history item {position}: unexpected shape ({exc}); skipped")
+            except SHAPE_ERRORS as exc:
+                self.report.error(shape_error(f"history item {position}", exc))
 
     def _history_item(self, item: dict[str, Any]) -> None:
         role = item.get("role")
