@@ -9,9 +9,13 @@ from __future__ import annotations
 
 import difflib
 import re
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 import orjson
+
+if TYPE_CHECKING:
+    from pipeline.ingest.report import FileReport
 
 #: Argument names agents use for the file a tool reads or writes.
 PATH_KEYS = ("file_path", "filePath", "path", "absolute_path", "dir_path", "notebook_path", "directory")
@@ -39,6 +43,19 @@ def shape_error(what: str, exc: Exception) -> str:
     if isinstance(exc, BadShape):
         return f"{what}: {exc}"  # says which field and what it should have been
     return f"{what}: unexpected shape ({type(exc).__name__}: {exc})"
+
+
+def add_record(record: Any, line: int, report: FileReport, add: Callable[[dict[str, Any], int], None],
+               noun: str) -> None:
+    """Hand one JSONL record to ``add``; a value that is not an object, or an object of the wrong
+    shape, is reported for its line (``a 'user' <noun>: ...``) and the read goes on."""
+    if not isinstance(record, dict):
+        report.error(f"expected a JSON object, found {type(record).__name__}", line)
+        return
+    try:
+        add(record, line)
+    except SHAPE_ERRORS as exc:
+        report.error(shape_error(f"a {record.get('type')!r} {noun}", exc), line)
 
 
 def expect(record: dict[str, Any], key: str, kinds: type | tuple[type, ...], what: str = "") -> Any:

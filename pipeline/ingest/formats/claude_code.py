@@ -39,7 +39,7 @@ from typing import Any
 import orjson
 
 from pipeline.ingest.base import TrajectoryFormat
-from pipeline.ingest.formats._common import SHAPE_ERRORS, shape_error
+from pipeline.ingest.formats._common import add_record
 from pipeline.ingest.reader import Checkpoint, Probe, iter_jsonl
 from pipeline.ingest.report import FileReport
 from pipeline.trajectory import Trajectory, TrajectoryBuilder
@@ -117,13 +117,7 @@ class ClaudeCode(TrajectoryFormat):
         for line, record in iter_jsonl(path, report, checkpoint=checkpoint):
             if checkpoint is not None and snapshot is None and line > checkpoint.line:
                 snapshot = pickle.dumps(transcript)  # a last line without newline: resume from before it
-            if not isinstance(record, dict):
-                report.error(f"expected a JSON object, found {type(record).__name__}", line)
-                continue
-            try:
-                transcript.add(record, line)
-            except SHAPE_ERRORS as exc:
-                report.error(shape_error(f"a {record.get('type')!r} entry", exc), line)
+            add_record(record, line, report, transcript.add, "entry")
         if checkpoint is not None:
             checkpoint.state = snapshot or pickle.dumps(transcript)  # before trajectories() prunes branches
         yield from transcript.trajectories()

@@ -27,8 +27,8 @@ from typing import Any
 
 from pipeline.ingest.base import TrajectoryFormat
 from pipeline.ingest.formats._common import (
-    SHAPE_ERRORS,
     BadShape,
+    add_record,
     as_text,
     describe,
     expect,
@@ -36,7 +36,6 @@ from pipeline.ingest.formats._common import (
     paths_in,
     pick_task,
     repo_slug,
-    shape_error,
     unified,
 )
 from pipeline.ingest.reader import Probe, iter_jsonl
@@ -93,13 +92,7 @@ class CodexRollout(TrajectoryFormat):
     def parse(self, path: Path, report: FileReport) -> Iterator[Trajectory]:
         rollout = _Rollout(path)
         for line, record in iter_jsonl(path, report):
-            if not isinstance(record, dict):
-                report.error(f"expected a JSON object, found {type(record).__name__}", line)
-                continue
-            try:
-                rollout.add(record, line)
-            except SHAPE_ERRORS as exc:
-                report.error(shape_error(f"a {record.get('type')!r} line", exc), line)
+            add_record(record, line, report, rollout.add, "line")
         for line, reason in rollout.problems:
             report.error(reason, line)
         trajectory = rollout.build()
