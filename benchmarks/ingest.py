@@ -37,9 +37,10 @@ import sys
 import tempfile
 import time
 from collections import defaultdict
-from collections.abc import Callable, Iterator
-from contextlib import AbstractContextManager, ExitStack, contextmanager
+from collections.abc import Callable
+from contextlib import AbstractContextManager, ExitStack
 from pathlib import Path
+from unittest.mock import patch
 
 import orjson
 
@@ -148,16 +149,6 @@ def _print_row(kind: str, row: dict[str, float]) -> None:
 
 
 # -- where the time goes ---------------------------------------------------------------------
-@contextmanager
-def _patched(owner: object, name: str, value: object) -> Iterator[None]:
-    real = getattr(owner, name)
-    setattr(owner, name, value)
-    try:
-        yield
-    finally:
-        setattr(owner, name, real)
-
-
 def _switches() -> list[tuple[str, Callable[[], AbstractContextManager[None]]]]:
     """Each stage and how to switch it off; switched off cumulatively, in this order."""
     import pipeline.ingest as ingest
@@ -165,9 +156,9 @@ def _switches() -> list[tuple[str, Callable[[], AbstractContextManager[None]]]]:
     from pipeline.trajectory import Outcome, Trajectory
 
     return [
-        ("redaction", lambda: _patched(Redactor, "redact", lambda self, text: (text, {}))),
-        ("outcome", lambda: _patched(ingest, "infer_outcome", lambda trajectory: trajectory.outcome or Outcome())),
-        ("content id", lambda: _patched(Trajectory, "with_id", lambda self: self)),
+        ("redaction", lambda: patch.object(Redactor, "redact", lambda self, text: (text, {}))),
+        ("outcome", lambda: patch.object(ingest, "infer_outcome", lambda trajectory: trajectory.outcome or Outcome())),
+        ("content id", lambda: patch.object(Trajectory, "with_id", lambda self: self)),
     ]
 
 
@@ -276,11 +267,12 @@ def main() -> None:
     if args.child:
         child(corpus, args.child)
         return
-    rows = throughput(corpus_files(corpus, args.by), args.repeat)
+    groups = corpus_files(corpus, args.by)
+    rows = throughput(groups, args.repeat)
     print_throughput(rows, args.repeat)
     print(f"peak RSS of this process: {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB")
     if args.stages:
-        stages(corpus_files(corpus), args.repeat)
+        stages(groups, args.repeat)  # it takes the JSON files whatever the grouping
     memory(corpus, [int(s) for s in args.scales.split(",") if s.strip()])
 
 
