@@ -48,15 +48,15 @@ from typing import Any
 import yaml
 
 from pipeline.errors import SkillFileError
-from pipeline.library.model import MAX_DESCRIPTION, Evidence, Item, Pitfall, Skill, SourceRef
+from pipeline.library.model import MAX_DESCRIPTION, OWNED_METADATA, Evidence, Item, Pitfall, Skill, SourceRef
 
 GENERATOR = "skillmill"
-_OWNED = ("generator", "status", "kind", "version", "confidence", "outcome", "repo", "sources")
 _FRONTMATTER = re.compile(r"\A---[ \t]*\r?\n(.*?)\r?\n---[ \t]*(?:\r?\n|\Z)", re.S)
 _EVIDENCE = re.compile(r"\s*<!-- from ((?:[\w-]+:[\d,]*\s*)+)-->\s*$")
 _SECTIONS = {"procedure": "Procedure", "pitfalls": "Pitfalls", "verification": "Verification",
              "notes": "Notes", "sources": "Sources"}
-_FENCE = "```"
+_YAML_UNSAFE = re.compile("[\x7f-\x9f\u2028\u2029\ufffe\uffff\ud800-\udfff]")
+_PLAIN_KEY = re.compile(r"[A-Za-z][A-Za-z0-9_.-]*")
 #: libyaml's safe loader when PyYAML was built with it: ~10x faster, same safe subset.
 _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
@@ -64,8 +64,15 @@ _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 # -- render -------------------------------------------------------------------------------
 def _quote(value: str) -> str:
     # JSON strings are valid YAML double-quoted scalars; "---" would end the frontmatter early
-    # for parsers that split on it, so it never appears inside a value.
-    return json.dumps(re.sub(r"-{3,}", "\u2014", value), ensure_ascii=False)
+    # for parsers that split on it, so it never appears inside a value. The model already made
+    # control characters visible; what YAML still refuses or folds is escaped here all the same.
+    return _YAML_UNSAFE.sub(lambda m: f"\\u{ord(m.group(0)):04x}",
+                            json.dumps(re.sub(r"-{3,}", "\u2014", value), ensure_ascii=False))
+
+
+def _key(key: str) -> str:
+    """A metadata key: bare when it is a plain word, quoted otherwise."""
+    return key if _PLAIN_KEY.fullmatch(key) and yaml.load(key, Loader=_LOADER) == key else _quote(key)
 
 
 def _evidence(evidence: list[Evidence]) -> str:
@@ -76,7 +83,8 @@ def _evidence(evidence: list[Evidence]) -> str:
 
 
 def _code(command: str, indent: str) -> list[str]:
-    fence = _FENCE if _FENCE not in command else "~~~~"
+    # A fence longer than any backtick run inside, so nothing in the command can close it early.
+    fence = "`" * max(3, 1 + max((len(run) for run in re.findall(r"`+", command)), default=0))
     return [f"{indent}{fence}bash", *(f"{indent}{line}" if line else "" for line in command.split("\n")),
             f"{indent}{fence}"]
 
@@ -116,7 +124,7 @@ def render(skill: Skill) -> str:
     for key, value in data.items():
         if key == "metadata":
             lines.append("metadata:")
-            lines.extend(f"  {k}: {_quote(v)}" for k, v in value.items())
+            lines.extend(f"  {_key(k)}: {_quote(v)}" for k, v in value.items())
         elif key == "name":  # plain unless YAML would read it as something else ("0", "true", "null")
             lines.append(f"name: {value}" if yaml.safe_load(value) == value else f"name: {_quote(value)}")
         else:
@@ -195,7 +203,7 @@ def parse(text: str, path: str | None = None) -> Skill:
             status=meta.get("status", "candidate"), kind=meta.get("kind", "procedure"),
             version=_int(meta.get("version"), 1), confidence=_float(meta.get("confidence"), 0.5),
             outcome=meta.get("outcome", "unknown"), repo=meta.get("repo") or None,
-            extra_metadata={k: v for k, v in meta.items() if k not in _OWNED},
+            extra_metadata={k: v for k, v in meta.items() if k not in OWNED_METADATA},
         )
         fields.update(_parse_body(body))
         ids = [s for s in meta.get("sources", "").split(",") if s]
@@ -302,7 +310,7 @@ def _read_code(lines: list[str], i: int) -> tuple[str | None, int]:
     """A fenced block indented under an item, if one follows."""
     if i >= len(lines):
         return None, i
-    opening = re.match(r"^(\s*)(```|~~~~)bash\s*$", lines[i])
+    opening = re.match(r"^(\s*)(`{3,}|~{3,})bash\s*$", lines[i])
     if not opening:
         return None, i
     indent, fence = opening.group(1), opening.group(2)

@@ -7,10 +7,12 @@ step, pitfall and verification item carries ``evidence``: the trajectory steps i
 
 from __future__ import annotations
 
-import re
-from typing import Annotated, Literal
+from collections.abc import Callable
+from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, model_validator
+
+from pipeline.library import clean
 
 NAME_PATTERN = r"^[a-z0-9]+(-[a-z0-9]+)*$"
 MAX_NAME = 64
@@ -18,17 +20,35 @@ MAX_DESCRIPTION = 1024
 
 SkillKind = Literal["procedure", "pitfall", "repo", "reference"]
 SkillStatus = Literal["candidate", "approved", "deprecated", "rejected"]
+#: Frontmatter ``metadata`` keys skillmill writes from the model's own fields.
+OWNED_METADATA = ("generator", "status", "kind", "version", "confidence", "outcome", "repo", "sources")
 #: Statuses an agent may be given. Everything else waits for a person.
 SERVABLE: frozenset[str] = frozenset({"approved"})
 
 
-def _one_line(text: str) -> str:
-    # Single-line fields render as one Markdown line; "---" would end YAML frontmatter early.
-    return re.sub(r"-{3,}", "\u2014", " ".join(text.split()))
+def _text(cleaner: Callable[[str], Any]) -> BeforeValidator:
+    """Clean a string before pydantic sees it (a lone surrogate would not even validate as ``str``)."""
+    return BeforeValidator(lambda value: cleaner(value) if isinstance(value, str) else value)
 
 
-#: A string kept on one line, so it renders and parses back identically.
-Line = Annotated[str, AfterValidator(_one_line)]
+#: A string kept on one line, so it renders and parses back identically (``clean.one_line``).
+Line = Annotated[str, _text(clean.one_line)]
+#: A command: several lines allowed, control characters made visible; blank means none.
+Command = Annotated[str | None, _text(lambda v: clean.multi_line(v) if v.strip() else None)]
+#: A trajectory id, written bare in provenance comments and the Sources list.
+Ref = Annotated[str, _text(lambda v: clean.token(v, "unknown"))]
+#: A word (an outcome in the Sources list).
+Word = Annotated[str, _text(lambda v: clean.token(v, "unknown").replace("-", "_"))]
+#: Free Markdown; skills skillmill writes get more (``Skill._clean``).
+Markdown = Annotated[str, _text(lambda v: clean.multi_line(v).strip("\n"))]
+
+
+def _metadata(value: Any) -> Any:
+    if not isinstance(value, dict):
+        return value
+    cleaned = {clean.one_line(k) if isinstance(k, str) else k: clean.one_line(v) if isinstance(v, str) else v
+               for k, v in value.items()}
+    return {k: v for k, v in cleaned.items() if k != ""}
 
 
 class Evidence(BaseModel):
@@ -36,8 +56,8 @@ class Evidence(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    trajectory: str
-    steps: list[int] = Field(default_factory=list)
+    trajectory: Ref
+    steps: list[Annotated[int, Field(ge=0)]] = Field(default_factory=list)
 
 
 class Item(BaseModel):
@@ -46,7 +66,7 @@ class Item(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     text: Line
-    command: str | None = None
+    command: Command = None
     evidence: list[Evidence] = Field(default_factory=list)
 
 
@@ -56,9 +76,9 @@ class Pitfall(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     symptom: Line
-    cause: Line | None = None
+    cause: Annotated[Line | None, AfterValidator(lambda v: v or None)] = None
     fix: Line
-    command: str | None = None
+    command: Command = None
     evidence: list[Evidence] = Field(default_factory=list)
 
 
@@ -67,9 +87,9 @@ class SourceRef(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    trajectory: str
-    agent: Line = ""
-    outcome: Line = "unknown"
+    trajectory: Ref
+    agent: Annotated[Line, _text(lambda v: v.replace(",", ";"))] = ""
+    outcome: Word = "unknown"
     task: Line = ""
 
 
@@ -85,19 +105,30 @@ class Skill(BaseModel):
     status: SkillStatus = "candidate"
     version: int = 1
     confidence: Annotated[float, AfterValidator(lambda v: round(v, 2))] = Field(0.5, ge=0, le=1)
-    outcome: str = "unknown"
-    repo: str | None = None
+    outcome: Line = "unknown"
+    repo: Annotated[Line | None, AfterValidator(lambda v: v or None)] = None
     generated: bool = Field(True, description="Written by skillmill (False for skills indexed from elsewhere).")
     sources: list[SourceRef] = Field(default_factory=list)
     procedure: list[Item] = Field(default_factory=list)
     pitfalls: list[Pitfall] = Field(default_factory=list)
     verification: list[Item] = Field(default_factory=list)
-    notes: str = Field("", description="Free Markdown kept verbatim (hand edits, other sections).")
-    license: str | None = None
-    compatibility: str | None = None
-    allowed_tools: str | None = None
-    extra_metadata: dict[str, str] = Field(default_factory=dict,
+    notes: Markdown = Field("", description="Free Markdown kept verbatim (hand edits, other sections).")
+    license: Line | None = None
+    compatibility: Line | None = None
+    allowed_tools: Line | None = None
+    extra_metadata: Annotated[dict[str, str], BeforeValidator(_metadata)] = Field(default_factory=dict,
                                            description="Frontmatter metadata keys skillmill does not own.")
+
+    @model_validator(mode="after")
+    def _clean(self) -> Skill:
+        """What only a skill skillmill writes needs: notes that open no section, metadata it does not own."""
+        notes = clean.markdown_block(self.notes) if self.generated else self.notes
+        meta = {k: v for k, v in self.extra_metadata.items() if not (self.generated and k in OWNED_METADATA)}
+        if notes != self.notes:
+            object.__setattr__(self, "notes", notes)
+        if meta != self.extra_metadata:
+            object.__setattr__(self, "extra_metadata", meta)
+        return self
 
     def trajectory_ids(self) -> list[str]:
         return [s.trajectory for s in self.sources]
