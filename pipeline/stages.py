@@ -15,6 +15,7 @@ from pipeline import config
 from pipeline.config import Config
 from pipeline.distill import Distilled, consolidate, distill
 from pipeline.distill import heuristic as distiller
+from pipeline.distill.naming import clamp_name
 from pipeline.distill.risk import flag
 from pipeline.errors import SkillFileError
 from pipeline.index.state import StateDB
@@ -150,6 +151,7 @@ def distill_one(trajectory: Trajectory) -> Distilled:
 class WriteOutcome:
     results: dict[str, SaveResult] = field(default_factory=dict)
     reopened: dict[str, str] = field(default_factory=dict)  # rejected skills back with new evidence
+    errors: list[RunError] = field(default_factory=list)  # skill files in the way that cannot be read
 
     def count(self, summary: RunSummary) -> None:
         for name, result in sorted(self.results.items()):
@@ -165,6 +167,7 @@ class WriteOutcome:
                 summary.skills.unchanged += 1
                 summary.unchanged.append(name)
         summary.reopened += [Reopened(name=n, reason=r) for n, r in sorted(self.reopened.items())]
+        summary.errors += self.errors
 
 
 def store_trajectories(state: StateDB, trajectories: list[Trajectory]) -> set[str]:
@@ -220,7 +223,8 @@ def _save_draft(library: Library, draft: Skill, lineage: dict[str, set[str]] | N
             t in known or known & (lineage or {}).get(t, set()) for t in draft.trajectory_ids())
         if not same_origin:
             suffix = draft.trajectory_ids()[0][:6] if draft.sources else "2"
-            return _save_draft(library, draft.model_copy(update={"name": f"{draft.name[:57]}-{suffix}"}), lineage)
+            name = clamp_name(f"{draft.name[:57].rstrip('-')}-{suffix}")
+            return _save_draft(library, draft.model_copy(update={"name": name}), lineage)
         if old.status != "candidate":
             return draft.name, "unchanged"
         if old.model_copy(update={"version": draft.version}) != draft:
@@ -247,10 +251,17 @@ def write(state: StateDB, library: Library, results: list[Distilled], summary: R
         lineage = state.ancestors(r.trajectory for r in results)
         for result in sorted(results, key=lambda r: r.trajectory):
             names = []
-            for draft in result.skills:
-                name, saved = save_skill(library, flag(draft), lineage, outcome.reopened)
-                outcome.results[name] = saved
-                names.append(name)
+            try:
+                for draft in result.skills:
+                    name, saved = save_skill(library, flag(draft), lineage, outcome.reopened)
+                    outcome.results[name] = saved
+                    names.append(name)
+            except SkillFileError as exc:
+                # A skill file in the way cannot be read (a broken hand edit, a file from a newer
+                # version): leave it as it is, say so, and do not record this trajectory, so the
+                # next run writes its draft once the file is fixed or removed.
+                summary.errors.append(_unreadable(exc))
+                continue
             if result.reason:
                 summary.nothing_reusable.append(NothingReusable(trajectory=result.trajectory, reason=result.reason))
             done.append((result.trajectory, result.reason, names, result.facts))
@@ -275,16 +286,29 @@ def consolidate_repos(state: StateDB, library: Library, repos: Iterable[str], ou
         by_name.setdefault(repo.rsplit("/", 1)[-1].lower(), repo)
     for repo in sorted(by_name.values()):
         skill = consolidate(repo, state.facts(repo))
-        if skill is not None:
+        if skill is None:
+            continue
+        try:
             name, saved = save_skill(library, flag(skill), reopened=outcome.reopened)
-            outcome.results[name] = saved
+        except SkillFileError as exc:
+            outcome.errors.append(RunError(path=exc.path, reason=f"{exc.message}; this run left the file alone: "
+                                           "fix or remove it, and the next run with a session of this "
+                                           "repository writes the manual again"))
+            continue
+        outcome.results[name] = saved
+
+
+def _unreadable(exc: SkillFileError) -> RunError:
+    return RunError(path=exc.path, reason=f"{exc.message}; this run left the file alone: fix or remove it, "
+                                          "and the next run writes the draft it would have replaced")
 
 
 def index(state: StateDB, library: Library, summary: RunSummary) -> int:
     """Mirror the library into the state DB and publish a fresh recall index (with indexed folders)."""
 
     def report(file: Path, error: SkillFileError) -> None:
-        summary.errors.append(RunError(path=str(file), reason=error.message))
+        if not any(e.path == str(file) for e in summary.errors):  # the write stage may have said it already
+            summary.errors.append(RunError(path=str(file), reason=error.message))
 
     stored = list(library.entries(on_error=report))
     state.sync_skills(stored)

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pipeline.distill.abstraction import Abstractor
 from pipeline.distill.analysis import Analysis, Event, Fix, analyze, template
 from pipeline.distill.facts import RepoFact, repo_facts
-from pipeline.distill.naming import describe_task, skill_name, source_ref, task_title
+from pipeline.distill.naming import bounded, describe_task, skill_name, source_ref, task_title
 from pipeline.library.model import Evidence, Item, Pitfall, Skill
 from pipeline.trajectory import Trajectory
 from pipeline.trajectory.commands import CHECKS, Purpose, error_signature, is_shell_tool
@@ -307,5 +307,4 @@ def _description(analysis: Analysis, kind: str, procedure: list[Item], pitfalls:
         parts.append(f"verified with `{_short(verification[0].command, 80)}`")
     if pitfalls:
         parts.append("errors: " + "; ".join(p.symptom.split(": ", 1)[-1] for p in pitfalls[:2]))
-    text = ", ".join(parts) + "."
-    return text if len(text) <= 1000 else text[:997] + "..."
+    return bounded(", ".join(parts) + ".")

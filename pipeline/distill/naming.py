@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from pipeline.library.model import MAX_NAME, SourceRef
+from pipeline.library.model import MAX_DESCRIPTION, MAX_NAME, SourceRef
 from pipeline.trajectory import Trajectory
 
 _STOP = {"a", "an", "the", "of", "to", "in", "on", "for", "with", "and", "or", "is", "are", "be", "it", "its",
@@ -64,3 +64,17 @@ def clamp_name(name: str) -> str:
     if len(name) <= MAX_NAME:
         return name
     return name[:MAX_NAME].rsplit("-", 1)[0]
+
+
+def bounded(text: str, limit: int = MAX_DESCRIPTION) -> str:
+    """``text`` cut at a word boundary to fit ``limit`` characters (a description, a title)."""
+    text = " ".join(text.split())
+    if len(text) <= limit:
+        return text
+    cut = text[: limit - 3]
+    return (cut.rsplit(" ", 1)[0] if " " in cut[limit // 2:] else cut).rstrip(" ,;:") + "..."
+
+
+def repo_label(repo: str, limit: int = 80) -> str:
+    """A repository as titles and descriptions name it: a very long folder name is shortened."""
+    return repo if len(repo) <= limit else repo[: limit - 3] + "..."

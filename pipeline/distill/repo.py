@@ -11,7 +11,7 @@ from collections import defaultdict
 from collections.abc import Iterable
 
 from pipeline.distill.facts import RepoFact
-from pipeline.distill.naming import clamp_name, repo_slug
+from pipeline.distill.naming import bounded, clamp_name, repo_label, repo_slug
 from pipeline.library.model import Evidence, Item, Pitfall, Skill, SourceRef
 
 MAX_PER_KIND = 4
@@ -60,12 +60,14 @@ def consolidate(repo: str, facts: Iterable[RepoFact]) -> Skill | None:
     outcomes = {s.outcome for s in sources.values()}
     tests = [i for i in procedure if i.text.startswith(_LABEL["test"])]
     lead = f" Tests: `{tests[0].text.split('`')[1]}`." if tests else ""
+    label = repo_label(repo)
     return Skill(
         name=repo_skill_name(repo),
-        title=f"Working in {repo}",
-        description=(f"Use when building, testing, linting or setting up the {repo} repository: the commands "
-                     f"that worked there across {len(sources)} agent session{'s' if len(sources) > 1 else ''}, "
-                     f"how often, and fixes for environment errors met before.{lead}"),
+        title=f"Working in {label}",
+        description=bounded(f"Use when building, testing, linting or setting up the {label} repository: the "
+                            f"commands that worked there across {len(sources)} agent session"
+                            f"{'s' if len(sources) > 1 else ''}, how often, and fixes for environment errors met "
+                            f"before.{lead}"),
         kind="repo",
         confidence=min(0.9, 0.5 + 0.05 * len(sources)),
         outcome=outcomes.pop() if len(outcomes) == 1 else "mixed",
