@@ -24,12 +24,14 @@ from pipeline.library.store import StoredSkill
 from pipeline.recall.feedback import MIGRATIONS as recall_migrations
 from pipeline.trajectory import Trajectory
 
-STEP_COLUMNS = {
+#: The steps table as migration 001 created it (a migration's schema never changes afterwards).
+_STEP_COLUMNS_001 = {
     "trajectory_id": "VARCHAR", "idx": "INTEGER", "kind": "VARCHAR", "ts": "TIMESTAMPTZ", "tool": "VARCHAR",
     "call_id": "VARCHAR", "command": "VARCHAR", "paths": "VARCHAR[]", "diff": "VARCHAR", "exit_code": "INTEGER",
     "is_error": "BOOLEAN", "text": "VARCHAR", "text_size": "INTEGER", "call_index": "INTEGER",
     "result_index": "INTEGER", "sidechain": "BOOLEAN", "meta": "BOOLEAN",
 }
+STEP_COLUMNS = {**_STEP_COLUMNS_001, "protocol_error": "BOOLEAN"}
 
 
 def _m001_initial(con: duckdb.DuckDBPyConnection) -> None:
@@ -40,7 +42,7 @@ def _m001_initial(con: duckdb.DuckDBPyConnection) -> None:
             repo VARCHAR, git_branch VARCHAR, started_at TIMESTAMPTZ, ended_at TIMESTAMPTZ, task VARCHAR,
             outcome VARCHAR, outcome_source VARCHAR, outcome_evidence VARCHAR, steps INTEGER,
             tool_calls INTEGER, ingested_at TIMESTAMPTZ)""")
-    columns = ", ".join(f"{k} {v}" for k, v in STEP_COLUMNS.items())
+    columns = ", ".join(f"{k} {v}" for k, v in _STEP_COLUMNS_001.items())
     con.execute(f"CREATE TABLE steps ({columns}, PRIMARY KEY (trajectory_id, idx))")
     con.execute("""
         CREATE TABLE distillations (
@@ -94,12 +96,18 @@ def _m020_redactions(con: duckdb.DuckDBPyConnection) -> None:
             trajectory_id VARCHAR, step INTEGER, field VARCHAR, kind VARCHAR, count INTEGER)""")
 
 
+def _m045_protocol_errors(con: duckdb.DuckDBPyConnection) -> None:
+    # Tool results the agent's harness refused (``Step.protocol_error``): never a lesson.
+    con.execute("ALTER TABLE steps ADD COLUMN protocol_error BOOLEAN DEFAULT false")
+
+
 MIGRATIONS = [
     ("001_initial", _m001_initial),
     ("010_watermarks", _m010_watermarks),
     ("020_redactions", _m020_redactions),
     ("030_llm", migrate_030_llm),
     ("040_review_log", _m040_review_log),
+    ("045_protocol_errors", _m045_protocol_errors),
 ]
 MIGRATIONS += recall_migrations  # 05x_: indexed folders, skill feedback (pipeline.recall.feedback)
 

@@ -126,6 +126,7 @@ def ingest_file(path: Path, *, checkpoint: Checkpoint | None = None,
         parsed = fmt.parse(path, report)
     try:
         for trajectory in parsed:
+            fmt.mark_protocol_errors(trajectory)
             trajectory.outcome = infer_outcome(trajectory)
             trajectories.append(trajectory.with_id())  # the one place the id is set: it hashes the outcome
     except OSError as exc:

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import re
 from abc import ABC, abstractmethod
 from collections.abc import Iterator
 from pathlib import Path
 
 from pipeline.ingest.reader import Checkpoint, Probe
 from pipeline.ingest.report import FileReport
-from pipeline.trajectory import Trajectory
+from pipeline.trajectory import StepKind, Trajectory
+
+#: Harness refusals say so at the start of the result; the rest may quote the project's code.
+_PROTOCOL_HEAD = 600
 
 
 class TrajectoryFormat(ABC):
@@ -28,6 +32,18 @@ class TrajectoryFormat(ABC):
     priority: int = 0
     #: True when ``resume`` can continue a file that only grows (append-only JSONL sessions).
     incremental: bool = False
+    #: The agent harness's own refusals of a tool call, matched against the start of a tool
+    #: result (``File has not been read yet``, a SEARCH block that did not match ...): the agent
+    #: misused its tools, the project did not fail. Results that match get ``protocol_error``.
+    protocol_errors: re.Pattern[str] | None = None
+
+    def mark_protocol_errors(self, trajectory: Trajectory) -> None:
+        """Set ``protocol_error`` on the tool results this format's harness refused."""
+        if self.protocol_errors is None:
+            return
+        for step in trajectory.steps:
+            if step.kind is StepKind.TOOL_RESULT and self.protocol_errors.search(step.text[:_PROTOCOL_HEAD]):
+                step.protocol_error = True
 
     @abstractmethod
     def sniff(self, probe: Probe) -> bool:

@@ -71,6 +71,9 @@ class Step(_Sanitizing):
     result_index: int | None = Field(None, description="For a tool call: the index of its result.")
     sidechain: bool = Field(False, description="True for steps of a subagent inside the session.")
     meta: bool = Field(False, description="Injected context (system reminders, command wrappers), not a person.")
+    protocol_error: bool = Field(False, description="For a tool result: the agent's harness refused the call "
+                                 "(a malformed edit, a file not read first ...), not the project failing. "
+                                 "Set by the format that knows its harness; never a lesson.")
 
 
 class Redaction(BaseModel):
@@ -147,7 +150,9 @@ class Trajectory(_Sanitizing):
         The same session copied to two places has the same id, so it is stored once.
         ``redactions`` is left out: the redacted text already differs wherever it matters.
         """
-        data = self.model_dump(mode="json", exclude={"id", "source_path", "redactions"})
+        # protocol_error is read off the text by the format: deriving it better changes no session.
+        data = self.model_dump(mode="json", exclude={"id": True, "source_path": True, "redactions": True,
+                                                     "steps": {"__all__": {"protocol_error"}}})
         digest = hashlib.sha256(orjson.dumps(data, option=orjson.OPT_SORT_KEYS)).hexdigest()
         return digest[:16]
 
