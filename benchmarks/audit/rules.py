@@ -494,9 +494,27 @@ def _first_line(task: str) -> str:
     return ""
 
 
-def _subsequence(needle: list[str], haystack: list[str]) -> bool:
-    it = iter(haystack)
-    return all(word in it for word in needle)
+#: Words a name made from a prompt leaves out: articles, prepositions, pronouns, auxiliaries ...
+FUNCTION_WORDS = frozenset({
+    "a", "an", "the", "and", "or", "but", "if", "so", "of", "to", "in", "on", "at", "by", "for", "with",
+    "from", "into", "onto", "as", "is", "are", "was", "were", "be", "been", "being", "it", "its", "this",
+    "that", "these", "those", "there", "then", "than", "when", "what", "which", "who", "how", "why",
+    "should", "would", "could", "can", "will", "shall", "may", "might", "must", "do", "does", "did", "not",
+    "no", "use", "using", "i", "we", "you", "my", "our", "your", "let", "also", "just"
+})
+
+
+def _prompt_start(name: list[str], prompt: list[str], skippable: set[str]) -> bool:
+    """Are these name words the prompt's first words, once function words, short words and numbers are skipped?"""
+    matched = 0
+    for word in prompt:
+        if matched == len(name):
+            break
+        if word == name[matched]:
+            matched += 1
+        elif not (word in FUNCTION_WORDS or len(word) <= 3 or word.isdigit() or word in skippable):
+            return False
+    return matched == len(name)
 
 
 def _non_latin_share(text: str) -> float:
@@ -507,14 +525,19 @@ def _non_latin_share(text: str) -> float:
 def raw_prompt_names(skill: AuditedSkill, ctx: Context) -> list[Finding]:
     """A name, title or description made from the session's first prompt instead of the lesson.
 
-    Any of: the name is a session id (``session-28a4ff54``); the description or title repeats
-    the prompt's first line verbatim (its first eight words, or all of them when fewer, at least
-    two: "Use when you need to: do that"), typos included; the title or description is the prompt's
-    first paragraph cut mid-word ("... into anothe..."); the name is the first prompt's words in order with the
-    small words dropped (after the repo and a ``pitfalls-`` prefix and a hex suffix are removed,
-    two words or more); a non-English prompt reduced to its Latin words
-    (``demo-orchestrator-claude-md``). Manuals (kind ``repo``) are named for their repository and
-    are not judged.
+    Any of:
+
+    * the name is a session id (``session-28a4ff54``);
+    * the description or title repeats the prompt's first line verbatim (its first eight words, or
+      all of them when fewer, at least two: "Use when you need to: do that"), typos included;
+    * the title or description is the prompt's first paragraph cut mid-word ("... into anothe...");
+    * the name is the prompt's first words with the small words dropped (``_prompt_start``: after
+      the repo's words, a ``pitfalls-`` prefix and a hex suffix are removed, two words or more that
+      match the prompt from its start, skipping only ``FUNCTION_WORDS``, words of three letters or
+      less, numbers and the repo's words);
+    * a non-English prompt reduced to its Latin words (``demo-orchestrator-claude-md``).
+
+    Manuals (kind ``repo``) are named for their repository and are not judged.
     """
     if skill.kind == "repo":
         return []
@@ -556,7 +579,7 @@ def raw_prompt_names(skill: AuditedSkill, ctx: Context) -> list[Finding]:
                                                                for w in name_words):
             found.append(Finding("prompt-name", skill.name, skill.name,
                                  f"a non-English prompt reduced to its Latin words: \"{_short(first, 60)}\""))
-        elif len(content) >= 2 and _subsequence(content, task_words):
+        elif len(content) >= 2 and _prompt_start(content, task_words, repo_words):
             found.append(Finding("prompt-name", skill.name, skill.name,
                                  f"the name is the first prompt's words: \"{_short(first, 70)}\""))
     return _unique(found)
