@@ -67,9 +67,9 @@ def token_counter():
         from litellm import token_counter as count
 
         count(text="probe")
-        return (lambda text: count(text=text)), "tokens (litellm token_counter)"
+        return (lambda text: count(text=text)), "litellm's token_counter, offline"
     except Exception:  # any failure of an optional counter falls back the same way
-        return (lambda text: round(len(text) / 4)), "tokens (chars/4: litellm's counter failed here)"
+        return (lambda text: round(len(text) / 4)), "characters / 4: litellm's token_counter failed here"
 
 
 def figures(run: dict, report, count) -> dict:
@@ -106,9 +106,10 @@ def table(columns: dict[str, dict], unit: str) -> str:
     rows += [(f"  {r.label}", [str(c["rules"][r.key]) for c in columns.values()]) for r in RULES]
     rows += [
         ("  skills breaking any rule", [str(c["any_rule"]) for c in columns.values()]),
-        ("lessons found", [f"{c['lessons_found']}/{len(c['lessons'])}" for c in columns.values()]),
+        ("lessons found", [f"{c['lessons_found']}/{len(c['lessons'])}" if c["lessons"] else "no file"
+                           for c in columns.values()]),
         ("manuals (kind repo)", [str(c["manuals"]) for c in columns.values()]),
-        (f"manual size, {unit}: min/median/max",
+        ("manual size in tokens: min/median/max",
          [("{min}/{median:g}/{max}".format(**c["manual_tokens"]) if c["manual_tokens"] else "-")
           for c in columns.values()]),
     ]
@@ -120,6 +121,7 @@ def table(columns: dict[str, dict], unit: str) -> str:
     lines = [" " * width + " ".join(f"{n:>{w}}" for n, w in zip(names, cells, strict=True))]
     lines += [f"{label:<{width}}" + " ".join(f"{v:>{w}}" for v, w in zip(values, cells, strict=True))
               for label, values in rows]
+    lines.append(f"(tokens: {unit})")
     lesson_ids = list(first["lessons"])
     if lesson_ids:
         lines.append("")
@@ -186,7 +188,7 @@ def main() -> None:
             print(f"corpus {corpus}: distilled in {runs['baseline']['seconds']:.0f} s (baseline) and "
                   f"{runs['current']['seconds']:.0f} s (current); audited in {audit_s:.0f} s; "
                   f"load {os.getloadavg()[0]:.1f}")
-            print("rows under the rates: skills breaking each rule (a skill counts once per rule)\n")
+            print("indented rows: skills that break the rule (once per skill; --verbose lists them)\n")
             print(table(columns, unit))
         if args.verbose:
             for variant, report in reports.items():

@@ -490,5 +490,5 @@ def test_benchmark_distils_the_baseline_in_its_own_process(tmp_path, ids):
     report = audit(tmp_path / "baseline" / "library", load_sessions([small]), _lessons_file(tmp_path))
     assert {s.name for s in report.manuals} == {"working-in-django"}
     assert "python3 reproduce_issue.py" in {f.line for f in report.findings if f.rule == "scratch"}
-    text = bench.table({"baseline": bench.figures(run, report, len)}, "chars")
+    text = bench.table({"baseline": bench.figures(run, report, len)}, "characters")
     assert "candidates written" in text and "line-pinned sed (5)" in text and "lessons found" in text

@@ -70,33 +70,36 @@ def _text(skill: AuditedSkill) -> str:
 
 
 def check(lesson: Lesson, skills: list[AuditedSkill]) -> Verdict:
+    """Every condition of the lesson against the skills of its repo; ``why`` names what held or every failure."""
     mine = skills_of(lesson.repo, skills)
-    texts = {s.name: _text(s) for s in mine}
-    bullets = [(s.name, item.full()) for s in mine for item in s.items if item.bullet]
     if not mine:
         return Verdict(lesson, False, f"no skill of repo {lesson.repo!r}")
-    held = []
+    texts = {s.name: _text(s) for s in mine}
+    bullets = [(s.name, item.full()) for s in mine for item in s.items if item.bullet]
+    held, failed = [], []
     if lesson.expect_any:
         where = next(((n, x) for n, t in texts.items() for x in lesson.expect_any if x in t), None)
         if where is None:
-            return Verdict(lesson, False, f"none of {len(mine)} skill(s) of {lesson.repo or 'any repo'} "
-                                          f"contains any of {lesson.expect_any}")
-        held.append(f"{where[1]!r} in {where[0]}")
-    for name, text in texts.items():
-        bad = next((x for x in lesson.never_any if x in text), None)
-        if bad is not None:
-            return Verdict(lesson, False, f"{name} contains {bad!r}")
+            failed.append(f"none of {len(mine)} skill(s) of {lesson.repo or 'any repo'} contains any of "
+                          f"{lesson.expect_any}")
+        else:
+            held.append(f"{where[1]!r} in {where[0]}")
+    bad = [(n, x) for n, t in texts.items() for x in lesson.never_any if x in t]
+    if bad:
+        failed.append(f"{bad[0][0]} contains {bad[0][1]!r}" + (f" (and {len(bad) - 1} more)" if len(bad) > 1 else ""))
     for pair in lesson.never_together:
         both = next((n for n, b in bullets if all(x in b for x in pair)), None)
         if both is not None:
-            return Verdict(lesson, False, f"an item of {both} holds both {pair[0]!r} and {pair[1]!r}")
+            failed.append(f"an item of {both} holds both {pair[0]!r} and {pair[1]!r}")
     if lesson.bullet_with:
         where_b = next((n for n, b in bullets if lesson.bullet_with in b and any(x in b for x in lesson.bullet_any)),
                        None)
         if where_b is None:
-            return Verdict(lesson, False, f"no item mentioning {lesson.bullet_with!r} holds any of "
-                                          f"{lesson.bullet_any}")
-        held.append(f"item of {where_b}")
+            failed.append(f"no item mentioning {lesson.bullet_with!r} holds any of {lesson.bullet_any}")
+        else:
+            held.append(f"an item of {where_b}")
+    if failed:
+        return Verdict(lesson, False, "; ".join(failed))
     return Verdict(lesson, True, "; ".join(held) or "no condition")
 
 

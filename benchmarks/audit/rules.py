@@ -471,7 +471,7 @@ def sandbox_paths(skill: AuditedSkill, ctx: Context) -> list[Finding]:
             reason = f"sandbox path {match.group(0)}"
         for session in sessions:
             cwd = session.cwd.rstrip("/")
-            if not reason and cwd.count("/") >= 2 and cwd in text:
+            if not reason and len(cwd) >= 4 and re.search(r"(?<![\w./-])" + re.escape(cwd) + r"(?![\w-])", text):
                 reason = f"the session's working directory {cwd}"
             ids = [session.t.id, (session.t.session_id or "").replace("-", "").lower()]
             token = next((h for h in _HEX.findall(text) if any(i and i.startswith(h) for i in ids)), None)
