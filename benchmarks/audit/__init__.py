@@ -1,0 +1,89 @@
+"""An independent audit of a skill library: per rule of issue 13, the skills that break it.
+
+It shares no code with the distiller (``pipeline/distill``): it reads the SKILL.md files itself
+(``skills.py``), reads what happened in the cited sessions itself (``sessions.py``, from the
+trajectories the ingest stage builds), and judges with its own rules (``rules.py``) and the
+lessons file's semantics (``lessons.py``)::
+
+    from benchmarks.audit import audit, load_sessions
+    sessions = load_sessions([Path("../shared/trajectories")])
+    report = audit(Path("library"), sessions)
+    report.offenders("protocol")  # {skill name: [Finding, ...]}
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from benchmarks.audit import lessons as lessons_mod
+from benchmarks.audit.rules import RULES, Context, Finding, Rule
+from benchmarks.audit.sessions import Session
+from benchmarks.audit.skills import AuditedSkill, read_library, strip_provenance
+
+__all__ = ["RULES", "Finding", "Report", "Rule", "audit", "load_sessions", "manual_body"]
+
+
+def load_sessions(paths: Iterable[Path]) -> dict[str, Session]:
+    """Every trajectory in these files or folders, by id (read by the ingest stage, not the distiller)."""
+    from pipeline.ingest import ingest_file, iter_files
+
+    sessions: dict[str, Session] = {}
+    for file in iter_files(list(paths)):
+        _, trajectories = ingest_file(file)
+        for trajectory in trajectories:
+            sessions[trajectory.id] = Session(trajectory)
+    return sessions
+
+
+@dataclass
+class Report:
+    library: Path
+    skills: list[AuditedSkill]
+    findings: list[Finding]
+    lessons: list[lessons_mod.Verdict] = field(default_factory=list)
+    missing_sources: set[str] = field(default_factory=set)  # cited ids not in the corpus
+
+    def offenders(self, rule: str) -> dict[str, list[Finding]]:
+        found: dict[str, list[Finding]] = {}
+        for finding in self.findings:
+            if finding.rule == rule:
+                found.setdefault(finding.skill, []).append(finding)
+        return found
+
+    def count(self, rule: str) -> int:
+        """Skills that break the rule (a skill with three offending lines counts once)."""
+        return len(self.offenders(rule))
+
+    @property
+    def candidates(self) -> list[AuditedSkill]:
+        return [s for s in self.skills if s.status == "candidate"]
+
+    @property
+    def manuals(self) -> list[AuditedSkill]:
+        return [s for s in self.skills if s.kind == "repo"]
+
+    def lessons_found(self) -> int:
+        return sum(v.found for v in self.lessons)
+
+
+def audit(library: Path, sessions: dict[str, Session], lessons: Path | None = None,
+          rules: list[Rule] | None = None) -> Report:
+    skills = read_library(library)
+    ctx = Context(sessions=sessions, skills=skills)
+    findings = [f for skill in skills for rule in rules or RULES for f in rule.detect(skill, ctx)]
+    report = Report(library, skills, findings,
+                    missing_sources={i for s in skills for i in s.sources if i not in sessions})
+    if lessons is not None:
+        report.lessons = lessons_mod.check_all(lessons_mod.load(lessons), skills)
+    return report
+
+
+def manual_body(skill: AuditedSkill) -> str:
+    """A manual's body as an agent pays for it: provenance comments and the Sources block left out."""
+    body = skill.path.read_text(encoding="utf-8", errors="replace")
+    body = re.sub(r"\A---.*?\n---[ \t]*\n", "", body, count=1, flags=re.S)
+    body = re.sub(r"^## Sources\n.*?(?=^## |\Z)", "", body, flags=re.S | re.M)
+    return strip_provenance(body).strip()
