@@ -1,7 +1,18 @@
-"""Facts about a repository that a session proved: which checks ran clean, which fixes worked.
+"""What one session proved about its repository: the raw material of the ``working-in-<repo>`` manual.
 
-They are stored per trajectory (so later runs add to them without re-reading old sessions)
-and consolidated into the "working in <repo>" skill by ``repo.py``.
+Facts are stored per trajectory (so later runs add to them without re-reading old sessions) and
+consolidated across every session and agent of a repository by ``repo.py``. Kinds:
+
+* ``test`` / ``build`` / ``lint`` / ``install``: a project command and whether it worked (not the
+  agent's scratch scripts, not commands on temporary files);
+* ``replaced``: a check that could not run here (``pytest: command not found``) and the command
+  that then ran the same kind of check (``bin/test <file>``);
+* ``fix``: an error met running a project command and the environment change that got the same
+  command past it (an install, a build step, a variable, a flag);
+* ``preexisting``: a failure that was there before the change and still after it, or that a
+  session a person or a label called resolved ended with: not the next agent's to chase;
+* ``correction``: the person redirecting the agent, in their words (``corrections.py``);
+* ``location``: a file the session searched for or read, then edited, with what it touched.
 """
 
 from __future__ import annotations
@@ -10,27 +21,40 @@ import re
 
 from pydantic import BaseModel, Field
 
-from pipeline.distill.analysis import Analysis, template
+from pipeline.distill.analysis import Analysis, Event, check_key, template
+from pipeline.distill.changes import symbols
+from pipeline.distill.corrections import corrections
 from pipeline.distill.naming import task_title
 from pipeline.trajectory.commands import CHECKS, Purpose, segments
 
-_ENV_ERROR = re.compile(r"ModuleNotFoundError|No module named|ImportError|command not found|not installed|"
-                        r"Cannot find module|cannot find module|ENOENT|not found in PATH|No such file or directory|"
-                        r"could not find|missing dependency|Could not import|unknown command", re.I)
+#: Errors that say the command itself could not run here (not that the project failed).
+_UNAVAILABLE = re.compile(r"command not found|: not found|No module named '?(pytest|nose|tox|unittest|py\.test)\b|"
+                          r"is not recognized as|Unknown command|unrecognized arguments|no such option|"
+                          r"No such file or directory.*(runtests|bin/test|manage\.py)|can't open file", re.I)
+#: What an error line looks like (build tools print progress lines that are not the error).
+_ERRORISH = re.compile(r"error|exception|not found|no module|cannot|can't|could not|couldn't|failed|failure|"
+                       r"fatal|denied|missing|undefined|unknown|invalid|refused|no such", re.I)
+#: Commands that only make sense in the session that ran them.
+_ONE_OFF = re.compile(r"(^|\s)(python3?|node)\s+-c\s|<tmp>|/tmp/|\$\(|<<")
+_FAILED_TEST = re.compile(r"^(?:FAILED|ERROR)\s+(\S+::\S+)|^(?:FAIL|ERROR):\s+(\w+)\s+\(([\w.]+)\)", re.M)
 
 
 class RepoFact(BaseModel):
     trajectory: str
     repo: str
-    kind: str  # test | build | lint | install | fix
-    template: str
-    command: str
-    ok: bool
+    kind: str  # test | build | lint | install | replaced | fix | preexisting | correction | location
+    template: str  # what facts of one kind are grouped by
+    command: str = ""
+    ok: bool = True
     steps: list[int] = Field(default_factory=list)
     symptom: str | None = None
     agent: str = ""
     outcome: str = "unknown"
     task: str = ""
+    when: str | None = Field(None, description="When the session ended (ISO date): recency ranks items.")
+    text: str | None = Field(None, description="A quote (correction), what was touched (location), the "
+                                               "command that did not work (replaced).")
+    paths: list[str] = Field(default_factory=list)
 
 
 def clean(command: str) -> str:
@@ -45,20 +69,129 @@ def repo_facts(analysis: Analysis) -> list[RepoFact]:
     t = analysis.trajectory
     if not t.repo:
         return []
+    stamp = t.ended_at or t.started_at
     base = {"trajectory": t.id, "repo": t.repo, "agent": t.agent, "outcome": t.outcome.status,
-            "task": task_title(t)}
+            "task": task_title(t), "when": stamp.date().isoformat() if stamp else None}
     facts: list[RepoFact] = []
     for event in analysis.events:
-        if event.purpose in CHECKS | {Purpose.INSTALL} and event.command and event.ok is not None:
-            facts.append(RepoFact(**base, kind=event.purpose.value, template=template(event.command),
-                                  command=clean(event.command), ok=event.ok, steps=event.steps))
+        if _project_command(analysis, event) and event.purpose in CHECKS | {Purpose.INSTALL}:
+            facts.append(RepoFact(**base, kind=event.purpose.value, template=template(event.command or ""),
+                                  command=clean(event.command or ""), ok=bool(event.ok), steps=event.steps))
+    facts += _replaced(analysis, base)
     for fix in analysis.fixes():
-        installs = [e for e in fix.between if e.purpose is Purpose.INSTALL and e.command]
-        environmental = bool(fix.failed.error and _ENV_ERROR.search(fix.failed.error))
-        if not installs and not (environmental and fix.failed.command != fix.succeeded.command):
-            continue
-        remedy = installs[-1].command if installs else fix.succeeded.command
-        if remedy:
-            facts.append(RepoFact(**base, kind="fix", template=template(remedy), command=clean(remedy), ok=True,
-                                  steps=fix.steps, symptom=fix.failed.error or "the command failed"))
+        if not fix.after.ok or not _ERRORISH.search(fix.failed.error or ""):
+            continue  # advice needs the same command to pass afterwards, and an error to name
+        if fix.kind == "environment":
+            remedy = fix.remedy[-1]
+            if remedy.command and not _ONE_OFF.search(remedy.command):
+                facts.append(RepoFact(**base, kind="fix", template=template(remedy.command),
+                                      command=clean(remedy.command), steps=fix.steps, symptom=fix.failed.error))
+        elif fix.kind == "command" and _project_command(analysis, fix.after):
+            facts.append(RepoFact(**base, kind="fix", template=template(fix.after.command or ""),
+                                  command=clean(fix.after.command or ""), steps=fix.steps, symptom=fix.failed.error,
+                                  text=clean(fix.failed.command or "")))
+    facts += _preexisting(analysis, base)
+    facts += [RepoFact(**base, kind="correction", template=c.quote.lower(), text=c.quote, steps=c.steps,
+                       paths=c.paths, symptom=c.context) for c in corrections(t, analysis)]
+    facts += _locations(analysis, base)
     return facts
+
+
+def _project_command(analysis: Analysis, event: Event) -> bool:
+    """A command of the project's own (not a scratch script, a one-off or a temporary path) that ran."""
+    if not event.command or event.ok is None or event.protocol or _ONE_OFF.search(event.command):
+        return False
+    words = check_key(event.command).split()
+    return not any(analysis.is_scratch(w.split("::")[0]) for w in words[1:]) and not (
+        words and analysis.is_scratch(words[0]))
+
+
+def _replaced(analysis: Analysis, base: dict) -> list[RepoFact]:
+    """A check that could not run here, and the other command that then ran the same kind of check."""
+    out: list[RepoFact] = []
+    checks = [e for e in analysis.events if e.purpose in CHECKS and e.command and not e.protocol]
+    for position, failed in enumerate(checks):
+        if failed.ok is not False or not failed.error or not _UNAVAILABLE.search(failed.error):
+            continue
+        runner = _runner(failed.command or "")
+        instead = next((e for e in checks[position + 1:] if e.ok and e.purpose is failed.purpose
+                        and _runner(e.command or "") != runner and _project_command(analysis, e)), None)
+        if instead is not None:
+            out.append(RepoFact(**base, kind="replaced", template=template(instead.command or ""),
+                                command=clean(instead.command or ""), steps=[*failed.steps, *instead.steps],
+                                symptom=failed.error, text=template(failed.command or "")))
+    return out
+
+
+def _runner(command: str) -> str:
+    words = check_key(command).split()
+    if words[:2] == ["python", "-m"]:
+        return " ".join(words[:3])
+    return words[0] if words else ""
+
+
+def _preexisting(analysis: Analysis, base: dict) -> list[RepoFact]:
+    """Tests that failed before the first edit and still after the last one; or that a session judged
+    resolved (by a label or the person) ended with."""
+    first, last = analysis.first_edit_index, analysis.last_edit_index
+    if last < 0:
+        return []
+    before: dict[str, Event] = {}
+    after: dict[str, Event] = {}
+    for event in analysis.events:
+        if event.purpose is not Purpose.TEST or event.ok is not False or not _project_command(analysis, event):
+            continue
+        for test in _failed_tests(event):
+            if event.call.index < first:
+                before.setdefault(test, event)
+            elif event.call.index > last:
+                after[test] = event
+    t = analysis.trajectory
+    judged_resolved = t.outcome.status == "resolved" and (
+        t.outcome.source == "label" or "person" in (t.outcome.evidence or "").lower())
+    out = []
+    for test, event in sorted(after.items()):
+        earlier = before.get(test)
+        if earlier is None and not judged_resolved:
+            continue
+        why = "failed before the change too" if earlier is not None else "the session was resolved with it failing"
+        steps = [*(earlier.steps if earlier else []), *event.steps]
+        out.append(RepoFact(**base, kind="preexisting", template=test, command=clean(event.command or ""),
+                            ok=False, steps=steps, symptom=test, text=why))
+    return out
+
+
+def _failed_tests(event: Event) -> list[str]:
+    text = event.result.text if event.result else ""
+    found = []
+    for match in _FAILED_TEST.finditer(text):
+        node = match.group(1) or f"{match.group(3)}.{match.group(2)}"
+        found.append(node.split(" - ")[0])
+    return list(dict.fromkeys(found))
+
+
+def _locations(analysis: Analysis, base: dict) -> list[RepoFact]:
+    """Files the session looked for or read, then edited: where work in this repository happens."""
+    looked: set[str] = set()
+    out: dict[str, RepoFact] = {}
+    for event in analysis.events:
+        if event.purpose is Purpose.EXPLORE:
+            looked.update(event.paths)
+            if event.command:
+                looked.update(w for w in re.findall(r"[\w./-]+\.\w+", event.command))
+        elif event in analysis.edits:
+            for path in event.paths:
+                if analysis.is_scratch(path) or path.startswith(("/", "~", "<")) or not _looked_for(path, looked):
+                    continue
+                fact = out.setdefault(path, RepoFact(**base, kind="location", template=path, paths=[path],
+                                                     text=""))
+                touched = symbols(event.call.diff or "", path)
+                names = [n for n in (fact.text or "").split(", ") if n]
+                fact.text = ", ".join(dict.fromkeys([*names, *touched]))[:200]
+                fact.steps = sorted({*fact.steps, *event.steps})
+    return list(out.values())
+
+
+def _looked_for(path: str, looked: set[str]) -> bool:
+    name = path.rsplit("/", 1)[-1]
+    return any(p == path or p.endswith("/" + name) or path.endswith(p.lstrip("./")) for p in looked if p)

@@ -1,85 +1,407 @@
-"""The "working in <repo>" skill: what every session in one repository proved, consolidated.
+"""The ``working-in-<repo>`` manual: what every session in one repository proved, consolidated.
 
-Build, test and lint commands that succeeded there (with how often), the setup that worked,
-and the environment fixes that got past errors. It needs no model and is the most
-reusable thing a pile of trajectories holds.
+What an engineer writes into a CLAUDE.md / AGENTS.md by hand, from the facts of every session and
+agent (``facts.py``):
+
+* **Commands** that worked there, the non-default ones first (``python tests/runtests.py <tests>``
+  before a plain ``pytest <tests>``), each as a template with a scoped example;
+* **Environment**: what does not work here and what to run instead, and errors met running a
+  project command with the change that got the same command past them;
+* **Failures that are not yours**, **the user's corrections** in their words, **instruction files**
+  the sessions used, and **where things are** (files searched for, then edited, by folder).
+
+Every item says how many sessions support it and when it was last seen, and carries its
+provenance; the most supported and most recent come first, and the manual stays under
+:data:`TOKEN_BUDGET` served tokens. A repository whose sessions proved nothing a capable agent
+would not already know (only ``pytest <tests>``) gets no manual.
 """
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
 
+from pipeline.distill.corrections import first_line
 from pipeline.distill.facts import RepoFact
 from pipeline.distill.naming import bounded, clamp_name, repo_label, repo_slug
+from pipeline.ingest.verification import is_test_path
 from pipeline.library.model import Evidence, Item, Pitfall, Skill, SourceRef
 
-MAX_PER_KIND = 4
+#: Served tokens a manual aims to stay under (rendered without provenance and sources, ~4 chars a token).
+TOKEN_BUDGET = 800
 MAX_EVIDENCE = 3
-_LABEL = {"test": "Run the tests", "build": "Build", "lint": "Lint / type-check", "install": "Set up"}
+MAX_SOURCES = 24
+_LABEL = {"test": "Tests", "lint": "Lint / type-check", "build": "Build", "install": "Set up"}
+_LIMIT = {"test": 3, "lint": 2, "build": 2, "install": 2}
+#: A runner nobody needs to be told about: the ecosystem's default, with at most the usual flags.
+_DEFAULT = re.compile(r"^(python -m pytest|pytest|py\.test|npm (run )?test|yarn test|pnpm test|cargo (test|build)|"
+                      r"go (test|build)|make|make test|tox|npm run build|npm run lint|ruff check|mypy|"
+                      r"npx tsc --noEmit|tsc --noEmit)( <tests>)?( -[qvxs]+| --tb=\w+| -[qvx]+ <tests>)*( <tests>)?$")
+#: Set-up commands that hold for a repository (install what it declares), not a task's new dependency.
+_PROJECT_SETUP = re.compile(r"^(pip3? install (-e|--editable) \S+|pip3? install -r \S+|python3? -m pip install "
+                            r"(-e|-r) \S+|(npm|pnpm|yarn|bun) (install|i|ci)|yarn|poetry install|uv sync|"
+                            r"bundle install|go mod (download|tidy)|cargo fetch)( --?[\w-]+(=\S+)?)*$")
+_INSTRUCTIONS = re.compile(r"(^|/)(CLAUDE|AGENTS|GEMINI|CONVENTIONS|CONTRIBUTING)\.md$|(^|/)\.cursorrules$|"
+                           r"(^|/)\.cursor/rules/|(^|/)\.github/copilot-instructions\.md$", re.I)
+_DOC = re.compile(r"\.(md|rst|txt|adoc)$|(^|/)docs?/", re.I)
+_STRONG_CORRECTION = re.compile(r"\b(don'?t|do not|never)\s+(use|mock|modify|call|add|create|produce|import|"
+                                r"paginate|log|replace)\b|\buse\s+\S+.{0,60}?\b(instead|not|rather)\b|"
+                                r"\bmock\b|\bis not acceptable\b", re.I)
 
 
 def repo_skill_name(repo: str) -> str:
     return clamp_name(f"working-in-{repo_slug(repo) or 'repo'}")
 
 
+@dataclass
+class _Entry:
+    """One line of the manual with what supports it."""
+
+    facts: list[RepoFact]
+    rank: tuple = ()
+    section: str = ""
+    build: Callable[[], Item | Pitfall | str] | None = None
+    sessions: set[str] = field(default_factory=set)
+
+    @property
+    def last(self) -> str:
+        return max((f.when or "" for f in self.facts), default="")
+
+
 def consolidate(repo: str, facts: Iterable[RepoFact]) -> Skill | None:
     facts = sorted(facts, key=lambda f: (f.trajectory, f.steps[:1], f.kind, f.template))
     if not facts:
         return None
-    by_template: dict[tuple[str, str], list[RepoFact]] = defaultdict(list)
+    by_kind: dict[str, list[RepoFact]] = defaultdict(list)
     for fact in facts:
-        by_template[(fact.kind, fact.template)].append(fact)
+        by_kind[fact.kind].append(fact)
+    not_here = {f.text for f in by_kind["replaced"]}
+    commands = _commands(by_kind, not_here, by_kind["replaced"])
+    told = {id(f) for e in commands for f in e.facts if f.kind == "replaced"}  # said beside their command
+    replaced = _replaced([f for f in by_kind["replaced"] if id(f) not in told])
+    environment = _environment(by_kind["fix"])
+    preexisting = _notes_entries(by_kind["preexisting"], _preexisting_line)
+    corrections = _corrections(by_kind["correction"])
+    instructions = _instructions(by_kind["location"])
+    locations = _locations(by_kind["location"])
+    useful = ([c for c in commands if c.rank[0] == 0] + replaced + environment + preexisting + corrections
+              + instructions)
+    if not useful:
+        return None  # nothing a capable agent would not know: no manual
+    sections = {"commands": commands, "replaced": replaced, "environment": environment,
+                "preexisting": preexisting, "corrections": corrections, "instructions": instructions,
+                "locations": locations}
+    skill = _skill(repo, sections)
+    while _served_tokens(skill) > TOKEN_BUDGET and _drop_one(sections):
+        skill = _skill(repo, sections)
+    return skill
 
-    procedure: list[Item] = []
-    for kind in ("install", "build", "test", "lint"):
-        rows = [(key, group) for key, group in by_template.items() if key[0] == kind and any(f.ok for f in group)]
-        rows.sort(key=lambda row: (-sum(f.ok for f in row[1]), row[0][1]))
-        for (_, shape), group in rows[:MAX_PER_KIND]:
-            passed = [f for f in group if f.ok]
-            sessions = len({f.trajectory for f in passed})
-            tally = f"worked {len(passed)} of {len(group)} times in {sessions} session{'s' if sessions > 1 else ''}"
-            procedure.append(Item(text=f"{_LABEL[kind]}: `{shape}` ({tally}).", command=passed[0].command,
-                                  evidence=_evidence(passed)))
-    pitfalls: list[Pitfall] = []
-    fixes: dict[tuple[str, str], list[RepoFact]] = defaultdict(list)
-    for fact in facts:
-        if fact.kind == "fix":
-            fixes[(fact.symptom or "", fact.template)].append(fact)
-    for (symptom, _), group in sorted(fixes.items(), key=lambda row: (-len(row[1]), row[0])):
-        times = f" (fixed this way {len(group)} times)" if len(group) > 1 else ""
-        pitfalls.append(Pitfall(symptom=f"`{symptom}`", fix=f"run the command below{times}",
-                                command=group[0].command, evidence=_evidence(group)))
-    if not procedure and not pitfalls:
-        return None
 
-    sources: dict[str, SourceRef] = {}
-    for fact in facts:
-        sources.setdefault(fact.trajectory, SourceRef(trajectory=fact.trajectory, agent=fact.agent,
-                                                      outcome=fact.outcome, task=fact.task))
-    outcomes = {s.outcome for s in sources.values()}
-    tests = [i for i in procedure if i.text.startswith(_LABEL["test"])]
-    lead = f" Tests: `{tests[0].text.split('`')[1]}`." if tests else ""
-    label = repo_label(repo)
-    return Skill(
-        name=repo_skill_name(repo),
-        title=f"Working in {label}",
-        description=bounded(f"Use when building, testing, linting or setting up the {label} repository: the "
-                            f"commands that worked there across {len(sources)} agent session"
-                            f"{'s' if len(sources) > 1 else ''}, how often, and fixes for environment errors met "
-                            f"before.{lead}"),
-        kind="repo",
-        confidence=min(0.9, 0.5 + 0.05 * len(sources)),
-        outcome=outcomes.pop() if len(outcomes) == 1 else "mixed",
-        repo=repo,
-        sources=sorted(sources.values(), key=lambda s: s.trajectory),
-        procedure=procedure,
-        pitfalls=pitfalls[:MAX_PER_KIND],
-    )
+# -- sections ----------------------------------------------------------------------------
+def _sessions(facts: list[RepoFact]) -> int:
+    return len({f.trajectory for f in facts})
+
+
+def _support(facts: list[RepoFact], extra: str = "") -> str:
+    n = _sessions(facts)
+    last = max((f.when or "" for f in facts), default="")
+    parts = [f"{n} session{'s' if n != 1 else ''}"] + ([extra] if extra else []) + ([f"last {last}"] if last else [])
+    return "(" + ", ".join(parts) + ")"
 
 
 def _evidence(facts: list[RepoFact]) -> list[Evidence]:
     merged: dict[str, set[int]] = defaultdict(set)
+    latest = sorted(facts, key=lambda f: (f.when or "", f.trajectory), reverse=True)
+    for fact in latest:
+        if fact.trajectory in merged or len(merged) < MAX_EVIDENCE:
+            merged[fact.trajectory].update(fact.steps)
+    return [Evidence(trajectory=t, steps=sorted(steps)) for t, steps in sorted(merged.items())]
+
+
+def _recency(facts: list[RepoFact]) -> str:
+    return max((f.when or "" for f in facts), default="")
+
+
+def _fold(template: str) -> str:
+    """One runner, however it was spelled: ``python3 x.py`` / ``./x.py`` / ``python x.py``."""
+    words = template.split()
+    if words and re.fullmatch(r"python(3(\.\d+)?)?", words[0]):
+        words[0] = "python"
+        if len(words) > 1 and words[1].endswith(".py"):
+            words.pop(0)
+    return " ".join(w.removeprefix("./") for w in words)
+
+
+def _commands(by_kind: dict[str, list[RepoFact]], not_here: set[str | None],
+              replaced: list[RepoFact]) -> list[_Entry]:
+    entries: list[_Entry] = []
+    for kind in ("test", "lint", "build", "install"):
+        groups: dict[str, list[RepoFact]] = defaultdict(list)
+        for fact in by_kind[kind]:
+            groups[_fold(fact.template)].append(fact)
+        rows = []
+        for shape, group in groups.items():
+            passed = [f for f in group if f.ok]
+            if not passed or shape in not_here:
+                continue
+            if kind == "install" and not _PROJECT_SETUP.match(shape) and _sessions(passed) < 2:
+                continue  # a task's new dependency, not how the repository is set up
+            default = bool(_DEFAULT.match(shape))
+            others = [f for f in replaced if _fold(f.template) == shape]
+            rows.append(_Entry(group + others, rank=(1 if default and not others else 0, -_sessions(passed),
+                                                     _negate(_recency(passed)), shape), section="commands",
+                               build=_command_item(kind, shape, group, others)))
+        rows.sort(key=lambda e: e.rank)
+        entries += rows[: _LIMIT[kind]]
+    return entries
+
+
+def _command_item(kind: str, shape: str, group: list[RepoFact], replaced: list[RepoFact]) -> Callable[[], Item]:
+    def build() -> Item:
+        passed = [f for f in group if f.ok]
+        example = _scoped_example(passed)
+        tally = f"worked {len(passed)} of {len(group)} runs"
+        display = _display_template(shape, example)
+        text = f"{_LABEL[kind]}: `{display}` {_support(passed, tally)}."
+        if replaced:  # what did not work in this repository, said where the reader looks for the command
+            tried = "` or `".join(list(dict.fromkeys(f.text or "" for f in replaced))[:2])
+            symptom = _short(replaced[0].symptom, 90)
+            text += f" Not `{tried}`: `{symptom}` {_support(replaced)}."
+        return Item(text=text, command=example, evidence=_evidence(passed + replaced))
+    return build
+
+
+def _display_template(shape: str, example: str) -> str:
+    """The template as the example spells its runner (``python3 tests/runtests.py <tests>``)."""
+    words = example.split()
+    if words and shape.split()[:1] and words[0] != shape.split()[0] and len(words) > 1 \
+            and words[1] == shape.split()[0]:
+        return f"{words[0]} {shape}"
+    return shape
+
+
+def _scoped_example(facts: list[RepoFact]) -> str:
+    """The most telling concrete run: one test or one file beats the whole suite; newest first."""
+    def scope(f: RepoFact) -> int:
+        return 2 if "::" in f.command or " -k " in f.command or " -t " in f.command else (
+            1 if re.search(r"\S+\.\w+\b|\w+\.\w+", f.command.split(" ", 1)[-1]) else 0)
+    best = max(facts, key=lambda f: (scope(f), f.when or "", -len(f.command)))
+    return best.command
+
+
+def _negate(text: str) -> str:
+    return "".join(chr(0x10FFFF - ord(c)) for c in text)
+
+
+def _replaced(facts: list[RepoFact]) -> list[_Entry]:
+    groups: dict[str, list[RepoFact]] = defaultdict(list)
     for fact in facts:
-        merged[fact.trajectory].update(fact.steps)
-    return [Evidence(trajectory=t, steps=sorted(steps)) for t, steps in sorted(merged.items())[:MAX_EVIDENCE]]
+        groups[_fold(fact.template)].append(fact)
+    entries = []
+    for instead, group in groups.items():
+        def build(instead: str = instead, group: list[RepoFact] = group) -> Pitfall:
+            symptom = _short(group[0].symptom or "it did not run", 140)
+            tried = list(dict.fromkeys(f.text or "" for f in group))
+            failed = "` or `".join(tried[:2])
+            return Pitfall(symptom=f"`{failed}` does not run here: `{symptom}`",
+                           fix=f"run `{instead}` instead {_support(group)}", command=_scoped_example(group),
+                           evidence=_evidence(group))
+        entries.append(_Entry(group, rank=(-_sessions(group), _negate(_recency(group))), section="replaced",
+                              build=build))
+    return sorted(entries, key=lambda e: e.rank)
+
+
+def _environment(facts: list[RepoFact]) -> list[_Entry]:
+    groups: dict[tuple[str, str], list[RepoFact]] = defaultdict(list)
+    for fact in facts:
+        groups[(_error_key(fact.symptom or ""), _fold(fact.template))].append(fact)
+    entries = []
+    for (_, remedy), group in groups.items():
+        def build(remedy: str = remedy, group: list[RepoFact] = group) -> Pitfall:
+            symptom = _short(group[-1].symptom or "the command failed", 160)
+            before = group[-1].text
+            fix = (f"run it as `{remedy}` instead of `{_short(before, 80)}`" if before
+                   else f"`{remedy}` got the same command past it")
+            return Pitfall(symptom=f"`{symptom}`", fix=f"{fix} {_support(group)}", command=group[-1].command,
+                           evidence=_evidence(group))
+        entries.append(_Entry(group, rank=(-_sessions(group), _negate(_recency(group))), section="environment",
+                              build=build))
+    return sorted(entries, key=lambda e: e.rank)[:4]
+
+
+def _error_key(error: str) -> str:
+    return re.sub(r"\d+|'[^']*'|\"[^\"]*\"", "_", error.lower())[:120]
+
+
+def _notes_entries(facts: list[RepoFact], line: Callable[[list[RepoFact]], str]) -> list[_Entry]:
+    groups: dict[str, list[RepoFact]] = defaultdict(list)
+    for fact in facts:
+        groups[fact.template].append(fact)
+    entries = [_Entry(group, rank=(-_sessions(group), _negate(_recency(group)), key), section=group[0].kind,
+                      build=lambda group=group: line(group)) for key, group in groups.items()]
+    return sorted(entries, key=lambda e: e.rank)[:5]
+
+
+def _preexisting_line(group: list[RepoFact]) -> str:
+    why = group[-1].text or "failed before the change too"
+    return f"- `{group[-1].template}` fails whatever you change: {why}; run it before your change to compare " \
+           f"{_support(group)}.{_comment(group)}"
+
+
+def _corrections(facts: list[RepoFact]) -> list[_Entry]:
+    groups: dict[str, list[RepoFact]] = defaultdict(list)
+    for fact in facts:
+        groups[_quote_key(fact.text or "")].append(fact)
+    entries = []
+    for key, group in groups.items():
+        strong = 0 if _STRONG_CORRECTION.search(group[0].text or "") else 1
+        entries.append(_Entry(group, rank=(strong, -_sessions(group), _negate(_recency(group)), key),
+                              section="correction", build=lambda group=group: _correction_line(group)))
+    return sorted(entries, key=lambda e: e.rank)[:8]
+
+
+def _quote_key(quote: str) -> str:
+    """Two messages saying the same thing ("don't use confirm(), just prompt()" and "... with default=y")."""
+    words = re.findall(r"[\w.()-]+", quote.lower())
+    return " ".join(words[:5])
+
+
+def _correction_line(group: list[RepoFact]) -> str:
+    latest = max(group, key=lambda f: (f.when or "", len(f.text or "")))
+    context = f" ({latest.symptom})" if latest.symptom else ""
+    quote = (latest.text or "").replace('"', "'")
+    return f'- "{quote}"{context} {_support(group)}.{_comment(group)}'
+
+
+def _instructions(facts: list[RepoFact]) -> list[_Entry]:
+    groups: dict[str, list[RepoFact]] = defaultdict(list)
+    for fact in facts:
+        if _INSTRUCTIONS.search(fact.template):
+            groups[fact.template].append(fact)
+    return [_Entry(group, rank=(-_sessions(group), path), section="instructions",
+                   build=lambda path=path, group=group: f"- `{path}` holds the repository's instructions for agents: "
+                                                          f"read it first {_support(group)}.{_comment(group)}")
+            for path, group in sorted(groups.items())]
+
+
+def _locations(facts: list[RepoFact]) -> list[_Entry]:
+    by_file: dict[str, list[RepoFact]] = defaultdict(list)
+    for fact in facts:
+        if not _INSTRUCTIONS.search(fact.template) and not _DOC.search(fact.template):
+            by_file[fact.template].append(fact)
+    by_folder: dict[str, list[str]] = defaultdict(list)
+    for path in by_file:
+        by_folder[path.rsplit("/", 1)[0] + "/" if "/" in path else "./"].append(path)
+    entries = []
+    for folder, paths in by_folder.items():
+        group = [f for p in paths for f in by_file[p]]
+        if _sessions(group) < 2:
+            continue  # one task's file is that task's history; a folder several sessions worked in is a place
+        paths.sort(key=lambda p: (-_sessions(by_file[p]), p))
+
+        def build(folder: str = folder, paths: list[str] = paths, group: list[RepoFact] = group) -> str:
+            files = []
+            for path in paths[:3]:
+                names = [n for f in by_file[path] for n in (f.text or "").split(", ") if n]
+                common = [n for n, _ in _most_common(names)[:3]]
+                what = f" (`{'`, `'.join(common)}`)" if common else ""
+                files.append(f"`{path.rsplit('/', 1)[-1]}`{what}")
+            kind = "tests" if all(is_test_path(p) for p in paths) else "code"
+            return f"- `{folder}` ({kind}): {', '.join(files)} {_support(group)}.{_comment(group)}"
+        entries.append(_Entry(group, rank=(-_sessions(group), folder), section="location", build=build))
+    return sorted(entries, key=lambda e: e.rank)[:5]
+
+
+def _most_common(names: list[str]) -> list[tuple[str, int]]:
+    counts: dict[str, int] = defaultdict(int)
+    for name in names:
+        counts[name] += 1
+    return sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
+
+
+def _comment(facts: list[RepoFact]) -> str:
+    """Provenance for a free-text line, in the same form as an item's."""
+    refs = " ".join(f"{e.trajectory}:{','.join(str(s) for s in e.steps)}" for e in _evidence(facts))
+    return f" <!-- from {refs} -->"
+
+
+def _short(text: str | None, limit: int) -> str:
+    line = first_line(text or "").replace("`", "'")
+    return line if len(line) <= limit else line[: limit - 3].rstrip() + "..."
+
+
+# -- the skill ---------------------------------------------------------------------------
+_NOTES = (("preexisting", "## Failures that are not yours"), ("corrections", "## The user's corrections"),
+          ("instructions", "## Instruction files"), ("locations", "## Where things are"))
+
+
+def _skill(repo: str, sections: dict[str, list[_Entry]]) -> Skill:
+    procedure = [e.build() for e in sections["commands"] if e.build]
+    pitfalls = [e.build() for e in [*sections["replaced"], *sections["environment"]] if e.build]
+    notes: list[str] = []
+    for key, heading in _NOTES:
+        lines = [e.build() for e in sections[key] if e.build]
+        if lines:
+            notes += [heading, *[str(line) for line in lines], ""]
+    used = [f for entries in sections.values() for e in entries for f in e.facts]
+    sources: dict[str, SourceRef] = {}
+    for fact in sorted(used, key=lambda f: (f.when or "", f.trajectory), reverse=True):
+        if len(sources) < MAX_SOURCES:
+            sources.setdefault(fact.trajectory, SourceRef(trajectory=fact.trajectory, agent=fact.agent,
+                                                          outcome=fact.outcome, task=fact.task))
+    label = repo_label(repo)
+    outcomes = {s.outcome for s in sources.values()}
+    return Skill(
+        name=repo_skill_name(repo),
+        title=f"Working in {label}",
+        description=_description(label, sections, procedure),
+        kind="repo",
+        confidence=min(0.9, 0.5 + 0.05 * len({f.trajectory for f in used})),
+        outcome=outcomes.pop() if len(outcomes) == 1 else "mixed",
+        repo=repo,
+        sources=sorted(sources.values(), key=lambda s: s.trajectory),
+        procedure=[p for p in procedure if isinstance(p, Item)],
+        pitfalls=[p for p in pitfalls if isinstance(p, Pitfall)],
+        notes="\n".join(notes).strip("\n"),
+    )
+
+
+def _description(label: str, sections: dict[str, list[_Entry]], procedure: list) -> str:
+    what = []
+    tests = [i for i in procedure if isinstance(i, Item) and i.text.startswith(_LABEL["test"])]
+    if tests:
+        what.append(f"how its tests run (`{tests[0].text.split('`')[1]}`)")
+    elif procedure:
+        what.append("the commands that work there")
+    if sections["replaced"]:
+        what.append("what does not work here and what to run instead")
+    if sections["environment"]:
+        what.append("environment errors and what fixed them")
+    if sections["preexisting"]:
+        what.append("failures that are not yours")
+    if sections["corrections"]:
+        what.append("what the user told agents to do differently")
+    if sections["locations"] or sections["instructions"]:
+        what.append("where things are")
+    listed = ", ".join(what[:-1]) + (f" and {what[-1]}" if len(what) > 1 else (what[0] if what else ""))
+    return bounded(f"Use when working in the {label} repository (building, testing, fixing or changing code "
+                   f"there): {listed}.")
+
+
+def _served_tokens(skill: Skill) -> int:
+    from pipeline.library.markdown import served
+
+    return len(served(skill)) // 4
+
+
+def _drop_one(sections: dict[str, list[_Entry]]) -> bool:
+    """Remove the weakest line of the longest droppable section; False when nothing is left to drop."""
+    order = ("locations", "instructions", "preexisting", "corrections", "environment", "commands", "replaced")
+    candidates = [(len(sections[k]), k) for k in order if len(sections[k]) > 1]
+    if not candidates:
+        return False
+    _, key = max(candidates, key=lambda c: (c[0], -order.index(c[1])))
+    sections[key].pop()
+    return True

@@ -69,6 +69,7 @@ class Verification:
     submitted: Step | None = None
     patch: dict[str, str] | None = None
     reactions: list[tuple[Step, str]] = field(default_factory=list)
+    scratch: set[str] = field(default_factory=set)  # files the agent wrote for itself, then ran or removed
 
     @property
     def first_change(self) -> int:
@@ -189,6 +190,7 @@ def analyze(trajectory: Trajectory) -> Verification:
             v.patch = {}  # the submission printed nothing: an empty change
 
     throwaway = [c for c in created if c in scripts_run or c in removed]
+    v.scratch = set(throwaway)
 
     def scratch(path: str) -> bool:
         """Written by the session for itself: run as a script or removed again (``a.b`` module labels too)."""

@@ -26,7 +26,8 @@ _INVISIBLE = re.compile(
     "[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u180e\u200b-\u200f\u2028-\u202e\u2060-\u2064\u2066-\u206f"
     "\ufeff\ufff9-\ufffb\ufffe\uffff\ud800-\udfff\U000e0000-\U000e007f]")
 #: A section heading the skill parser owns; in free text it would start that section.
-_SECTION = re.compile(r"^(##[ \t]+(?:Procedure|Pitfalls|Verification|Notes|Sources)[ \t]*)$", re.M)
+_SECTION = re.compile(r"^(##[ \t]+(?:Procedure|Pitfalls|Verification|Notes|Sources|Commands|Environment)[ \t]*)$",
+                      re.M)
 _FENCE_LINE = re.compile(r"^[ \t]*(`{3,}|~{3,})", re.M)
 _COMMENT = "<!--"
 

@@ -55,6 +55,11 @@ _FRONTMATTER = re.compile(r"\A---[ \t]*\r?\n(.*?)\r?\n---[ \t]*(?:\r?\n|\Z)", re
 _EVIDENCE = re.compile(r"\s*<!-- from ((?:[\w-]+:[\d,]*\s*)+)-->\s*$")
 _SECTIONS = {"procedure": "Procedure", "pitfalls": "Pitfalls", "verification": "Verification",
              "notes": "Notes", "sources": "Sources"}
+#: A repository manual names its sections for what they hold; both names read back.
+_KIND_SECTIONS = {"repo": {"procedure": "Commands", "pitfalls": "Environment"}}
+_HEADING_FIELD = {**{v: k for k, v in _SECTIONS.items()},
+                  **{v: k for names in _KIND_SECTIONS.values() for k, v in names.items()}}
+_COMMENT = re.compile(r"\s*<!-- from [^>]*-->")
 _YAML_UNSAFE = re.compile("[\x7f-\x9f\u2028\u2029\ufffe\uffff\ud800-\udfff]")
 _PLAIN_KEY = re.compile(r"[A-Za-z][A-Za-z0-9_.-]*")
 #: libyaml's safe loader when PyYAML was built with it: ~10x faster, same safe subset.
@@ -118,7 +123,19 @@ def frontmatter(skill: Skill) -> dict[str, Any]:
     return data
 
 
-def render(skill: Skill) -> str:
+def served(skill: Skill) -> str:
+    """What an agent is given: the skill without provenance comments, the Sources list and metadata.
+
+    Review shows everything; an agent needs the instructions, and every token counts there.
+    """
+    lean = skill.model_copy(update={"sources": [], "extra_metadata": {}, "generated": False})
+    text = render(lean.model_copy(update={"notes": _COMMENT.sub("", skill.notes)}), headings=skill)
+    return _COMMENT.sub("", text)
+
+
+def render(skill: Skill, *, headings: Skill | None = None) -> str:
+    names = {**_SECTIONS, **_KIND_SECTIONS.get((headings or skill).kind, {})}
+    generated = (headings or skill).generated
     data = frontmatter(skill)
     lines = ["---"]
     for key, value in data.items():
@@ -133,14 +150,14 @@ def render(skill: Skill) -> str:
     if skill.title:
         lines += [f"# {_one_line(skill.title)}", ""]
     if skill.procedure:
-        lines.append("## Procedure")
+        lines.append(f"## {names['procedure']}")
         for number, item in enumerate(skill.procedure, 1):
             lines.append(f"{number}. {_one_line(item.text)}{_evidence(item.evidence)}")
             if item.command:
                 lines.extend(_code(item.command, "   "))
         lines.append("")
     if skill.pitfalls:
-        lines.append("## Pitfalls")
+        lines.append(f"## {names['pitfalls']}")
         for pitfall in skill.pitfalls:
             lines.append(f"- **Symptom:** {_one_line(pitfall.symptom)}{_evidence(pitfall.evidence)}")
             if pitfall.cause:
@@ -157,7 +174,7 @@ def render(skill: Skill) -> str:
                 lines.extend(_code(item.command, "  "))
         lines.append("")
     if skill.notes.strip():
-        if skill.generated:
+        if generated and not skill.notes.startswith("## "):  # notes that open with their own heading need none
             lines.append("## Notes")
         lines += [skill.notes.strip("\n"), ""]
     if skill.sources:
@@ -273,7 +290,7 @@ def _parse_body(body: str) -> dict[str, Any]:
             continue
         if heading and heading.group(1) == "##":
             name = heading.group(2).strip()
-            section = next((k for k, v in _SECTIONS.items() if v == name), None)
+            section = _HEADING_FIELD.get(name)
             if section is None:
                 notes.append(line)
                 section = "notes"
