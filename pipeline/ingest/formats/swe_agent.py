@@ -79,6 +79,28 @@ _EDIT_FAILED = re.compile(r"^(?:Your proposed edit has introduced new syntax err
                           r"No replacement was performed)|did not appear verbatim")
 _EDIT_DONE = re.compile(r"^(?:\[File: |File updated\.|Text replaced\.|Replaced \d+ occurrences|"
                         r"The file \S+ has been edited|File created successfully)")
+#: SWE-agent refusing an action (in the corpus: 16 results of 281, all "Your proposed edit has
+#: introduced new syntax error(s). ... This is how your edit would have looked if applied": the
+#: linter rejected the edit, which was not applied). Also from its tool bundles and templates:
+#: "Your edit was not applied (file not modified): ...", "Your search and replace strings are the
+#: same", "No file open(ed). ...", "Usage: edit <start_line>:<end_line>", "Error: <line_number> must
+#: be a number", "File <f> not found" (open), str_replace_editor's "No replacement was performed,
+#: old_str `...` did not appear verbatim in <file>", "Parameter `old_str` is required ...", "The
+#: path <p> does not exist", "Invalid `view_range` ..."; format and blocklist errors: "Your output
+#: was not formatted correctly", "Your bash command contained syntax errors and was NOT executed",
+#: "Operation '<cmd>' is not supported by this environment", "Your last output did not use any
+#: tool calls", "Please always provide EXACTLY ONE action". Not refusals: the CTF flag check
+#: ("Wrong flag!"), a timeout, a traceback or `command not found` from the project's commands.
+PROTOCOL_ERRORS = re.compile(
+    r"\A\s*(?:ERROR:\s*)?(?:Your proposed edit has introduced new syntax error|Your edit was not applied|"
+    r"Your search and replace strings are the same|No file open(?:ed)?\. |Search text must not be empty|"
+    r"Usage: (?:open|goto|edit|insert|create|search_dir|search_file|find_file|scroll_up|scroll_down|submit) |"
+    r"Error: <\w+> must|File \S+ not found|No replacement was performed|Parameter `\w+` is required|"
+    r"The path \S+ (?:is not an absolute path|does not exist|is a directory)|File already exists at|"
+    r"Invalid `\w+`|Unrecognized command|No edit history found|The `view_range` parameter is not allowed|"
+    r"Your output was not formatted correctly|Your bash command contained syntax errors and was NOT executed|"
+    r"Operation '.{1,200}?' is not supported by this environment|Your last output did not use any tool calls|"
+    r"Please always provide EXACTLY ONE)")
 _TIMED_OUT = re.compile(r"EXECUTION TIMED OUT|was cancelled because it took more than \d+ seconds")
 #: SWE-ReX ends each command with this marker; it shows when the output's last line had no newline.
 _PROCESS_DONE = re.compile(r"///PROCESS-DONE:(\d+):PROCESS-DONE///\s*$")
@@ -92,6 +114,7 @@ class SweAgent(TrajectoryFormat):
                  "trajectories/<user>/<run>/<instance_id>/<instance_id>.traj (1.x)")
     suffixes = (".traj",)
     priority = 4
+    protocol_errors = PROTOCOL_ERRORS
 
     def sniff(self, probe: Probe) -> bool:
         text = probe.text
