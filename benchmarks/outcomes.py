@@ -6,6 +6,8 @@ The ``.traj.json`` files are copied alone into a temporary folder, so the ``repo
 labels beside them cannot be read; the label is then taken from the folder each file came
 from (``resolved/`` or ``unresolved/``, as in ``results_summary.json``). Printed next to the
 baseline measured in the same run: always answering "resolved". ``unknown`` counts as wrong.
+Precision per verdict says how far a ``failed`` (or ``resolved``) can be trusted: the distiller
+writes "this did not work" only from a ``failed``.
 Per-rule figures show how much each kind of evidence carries; 29 runs of one agent on one
 benchmark are few, so read them as a sanity check, not a measurement of the general case.
 """
@@ -79,7 +81,14 @@ def main() -> None:
     gained = sum(predicted[k] == truth[k] != "resolved" for k in truth)
     lost = sum(predicted[k] != truth[k] == "resolved" for k in truth)
     print(f"  vs baseline: {gained} runs right that it gets wrong, {lost} wrong that it gets right; "
-          f"exact McNemar p = {mcnemar(gained, lost):.2f}\n")
+          f"exact McNemar p = {mcnemar(gained, lost):.2f}")
+    for status in ("resolved", "failed"):  # when it says so, how often is it so? (what the distiller trusts)
+        said = [k for k in truth if predicted[k] == status]
+        hits = sum(truth[k] == status for k in said)
+        share = f"{hits / len(said):.0%}" if said else "n/a"
+        print(f"  precision of {status + ':':<10}     {hits}/{len(said)} = {share} "
+              f"(recall {hits}/{sum(truth[k] == status for k in truth)})")
+    print()
     print("confusion matrix (rows: label, columns: inferred)")
     matrix = Counter((truth[k], predicted[k]) for k in truth)
     print(f"  {'':<10}" + "".join(f"{s:>10}" for s in STATUSES))
@@ -89,7 +98,9 @@ def main() -> None:
     rules = Counter(rule(evidence[k]) for k in truth)
     for name, count in rules.most_common():
         hits = sum(rule(evidence[k]) == name and predicted[k] == truth[k] for k in truth)
-        print(f"  {name:<38} {count:>3} runs, {hits:>3} right")
+        said = Counter(predicted[k] for k in truth if rule(evidence[k]) == name)
+        verdicts = ", ".join(f"{s} {said[s]}" for s in STATUSES if said[s])
+        print(f"  {name:<38} {count:>3} runs, {hits:>3} right  ({verdicts})")
     if args.verbose:
         print()
         for k in truth:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.ingest import ingest_file
+from pipeline.ingest import ingest_file, iter_files
 from pipeline.ingest.outcome import exit_status_outcome
 from pipeline.ingest.verification import analyze, is_test_path, reaction
 
@@ -63,24 +63,39 @@ def test_a_script_the_agent_wrote_to_patch_the_code_is_a_change(corpus: Path, tm
     assert t.outcome.step is not None and t.outcome.step > change
 
 
-def test_rewriting_existing_tests_makes_a_submission_failed(corpus: Path, tmp_path: Path) -> None:
+def test_rewriting_existing_tests_leaves_a_submission_unknown_never_resolved(corpus: Path, tmp_path: Path) -> None:
     t = hidden(corpus, tmp_path, "matplotlib__matplotlib-21568")
-    assert t.outcome.status == "failed"
+    assert t.outcome.status == "unknown"  # its checks passed, against expectations it chose: no verdict
     assert "rewrites existing tests (lib/matplotlib/tests/test_dates.py)" in t.outcome.evidence
     added_only = hidden(corpus, tmp_path, "scikit-learn__scikit-learn-12585")  # adds a test, changes none
     assert analyze(added_only).rewritten_tests == [] and added_only.outcome.status == "resolved"
 
 
-def test_a_submission_no_project_check_covered_is_failed(corpus: Path, tmp_path: Path) -> None:
+def test_a_submission_no_project_check_covered_is_unknown_not_failed(corpus: Path, tmp_path: Path) -> None:
     t = hidden(corpus, tmp_path, "pylint-dev__pylint-7277")
-    assert t.outcome.status == "failed"
+    assert t.outcome.status == "unknown"
     assert t.outcome.evidence.startswith("submitted without any project test or build covering the change")
     assert "only its own scripts ran after the last change" in t.outcome.evidence
 
 
-def test_an_empty_submission_fails_and_a_tests_only_fix_is_not_test_rewriting(corpus: Path) -> None:
+def test_a_check_that_failed_before_the_last_edit_is_no_verdict(corpus: Path, tmp_path: Path) -> None:
+    t = hidden(corpus, tmp_path, "psf__requests-1766")  # resolved by its label
+    assert t.outcome.status == "unknown"
+    assert "its project checks failed after the change (`python3 test_requests.py`), none ran after its last edit" \
+        in t.outcome.evidence
+
+
+def test_failed_by_heuristic_means_a_project_check_failed_after_the_last_change(corpus: Path) -> None:
+    _, found = ingest_file(corpus / CC / "claude-code-viewer/fe5e1c67-53e7-4862-81ae-d0e013e3270b.jsonl")
+    [t] = [t for t in found if t.outcome.status == "failed"]
+    assert t.outcome.evidence == "the last check after the last change failed: `npm run build`"
+    check = t.steps[t.outcome.step]
+    assert t.result_of(check).exit_code == 1 and check.index > analyze(t).last_change
+
+
+def test_an_empty_submission_is_no_verdict_and_a_tests_only_fix_is_not_test_rewriting(corpus: Path) -> None:
     _, [empty] = ingest_file(corpus / "mini_swe_agent/tests_test_data/local.traj.json")
-    assert empty.outcome.status == "failed" and "submitted nothing" in empty.outcome.evidence
+    assert empty.outcome.status == "unknown" and "submitted nothing" in empty.outcome.evidence
     _, [fixture] = ingest_file(corpus / "mini_swe_agent/tests_test_data/github_issue.traj.json")
     assert analyze(fixture).rewritten_tests == [] and fixture.outcome.status == "resolved"
 
@@ -151,3 +166,36 @@ def test_test_paths(path: str, test: bool) -> None:
     ("No tests exist yet, add them", None), ("now add a --json flag", None), ("works on linux but not on mac", None)])
 def test_reactions_are_read_from_the_opening_of_a_message(text: str, verdict: str | None) -> None:
     assert reaction(text) == verdict
+
+
+MARSHMALLOW = "marshmallow-code__marshmallow-1867"
+
+
+def test_swe_agent_replays_that_fix_the_bug_are_not_failed(corpus: Path) -> None:
+    """The marshmallow-1867 replays fix the bug and show it (344 -> 345); SWE-agent records no exit
+    codes and no project test ran, so no verdict -- never "failed", which taught a wrong lesson."""
+    replays = sorted((corpus / "swe_agent").glob(f"*/replay__{MARSHMALLOW}_*/**/{MARSHMALLOW}.traj"))
+    assert len(replays) == 11  # 8 demonstrations and 3 legacy v0.7.0 runs replaying the same fix
+    for path in replays:
+        _, [t] = ingest_file(path)
+        assert t.outcome.status == "unknown", path
+        assert t.outcome.evidence == ("submitted without any project test or build covering the change: only "
+                                      "scripts whose result is not recorded ran after the last change (1)"), path
+        after = [c for c in t.tool_calls() if c.index > analyze(t).last_change]
+        assert [c.command or c.text for c in after] == ["python reproduce.py", "rm reproduce.py", "submit"]
+        shown = t.result_of(after[0])
+        assert shown.text.strip() == "345" and shown.exit_code is None  # fixed, and shown; no status to read
+
+
+def test_heuristic_failures_in_the_corpus_are_all_real(corpus: Path) -> None:
+    """Every heuristic "failed" in the corpus is a real failure: here, always a project check that
+    failed after the last change (a person's complaint or a run stopped by a limit would be too)."""
+    failed = []
+    for path in iter_files([corpus]):
+        _, found = ingest_file(path)
+        failed += [t for t in found if t.outcome.status == "failed" and t.outcome.source == "heuristic"]
+    assert len(failed) == 6
+    for t in failed:
+        assert t.outcome.evidence.startswith("the last check "), t.outcome.evidence
+        check = t.steps[t.outcome.step]
+        assert t.result_of(check).exit_code not in (None, 0)

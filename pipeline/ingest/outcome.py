@@ -6,19 +6,24 @@ Otherwise the trajectory is weighed (facts from ``pipeline.ingest.verification``
 
 1. **The person's last word** on the final state: a reaction ("thanks, works", "it still fails")
    after which nothing was changed. A human judged the result; nothing here is stronger.
-2. **A submitted change that cannot be right**: empty, or rewriting existing tests (the checks
-   then passed against expectations the agent chose, which proves nothing about the fix).
+2. **A submitted change no check can vouch for**: empty, or rewriting existing tests (the checks
+   then passed against expectations the agent chose). Unknown, not resolved: the passing checks
+   prove nothing, and nothing failed either.
 3. **What the agent verified last**: the last project check (test, build, lint -- not its own
    scripts) after the last change to the code. Passing and covering the changed code: resolved;
    failing (and not the same failure as before any change): failed, failing tests left.
    Project checks that passed after the change but not after its last edits: resolved, weaker.
-4. **An unverified autonomous submission** (no project check covered the change, at most
-   ad-hoc scripts ran): failed. An agent working alone has only its checks to show that it
-   worked; the skill library must not learn a procedure from a claim nobody verified.
-   Interactive sessions without checks stay unknown: a person was there and may have checked.
-5. **An error left unresolved**: the session ended on a failing tool call.
+4. **An unverified submission** (no project check covered the change, at most ad-hoc scripts
+   ran): unknown, with evidence saying so. Unverified is not failed: SWE-agent records no exit
+   codes, and replays that fixed the bug and showed it became "failed", teaching "look for a
+   different cause". Interactive sessions without checks are unknown the same way.
+5. **An error left at the end** (the last tool call failed, not a project check): unknown too.
 
-What this cannot see, it says: ``unknown`` with the reason. Benchmarks: ``benchmarks/outcomes.py``.
+So ``failed`` by heuristic means a real failure: a project check that failed after the last
+change, the person saying so, or (from the parser) a run stopped by a limit. Only a failure
+justifies "this did not work" advice; without one the session teaches no verdict on its
+approach. What this cannot see, it says: ``unknown`` with the reason. Benchmarks:
+``benchmarks/outcomes.py``.
 """
 
 from __future__ import annotations
@@ -72,10 +77,11 @@ def _submission(v: Verification) -> Outcome | None:
     if v.submitted is None or v.patch is None:
         return None
     if not v.patch:
-        return _outcome("failed", "the agent submitted nothing (an empty change)", v.submitted.index)
+        return _outcome("unknown", "the agent submitted nothing (an empty change): no change for a check to judge",
+                        v.submitted.index)
     if v.rewritten_tests:
-        return _outcome("failed", f"the submitted change rewrites existing tests ({', '.join(v.rewritten_tests[:3])}): "
-                                  "its passing checks no longer test the original expectations", v.submitted.index)
+        return _outcome("unknown", f"the submitted change rewrites existing tests ({', '.join(v.rewritten_tests[:3])}): "
+                                   "its passing checks no longer test the original expectations", v.submitted.index)
     return None
 
 
@@ -112,14 +118,17 @@ def _unverified(v: Verification) -> Outcome | None:
         how = "its checks after the change did not cover the changed code"
     elif v.adhoc_after_change:
         how = f"only its own scripts ran after the last change ({v.adhoc_after_change})"
+    elif v.adhoc_unread:
+        how = f"only scripts whose result is not recorded ran after the last change ({v.adhoc_unread})"
     else:
         how = "nothing ran after the last change"
-    return _outcome("failed", f"submitted without any project test or build covering the change: {how}",
+    return _outcome("unknown", f"submitted without any project test or build covering the change: {how}",
                     v.submitted.index)
 
 
 def _ended_on_error(trajectory: Trajectory) -> Outcome | None:
     last = next((s for s in reversed(trajectory.steps) if s.kind is StepKind.TOOL_RESULT), None)
-    if last is not None and last.is_error:
-        return _outcome("failed", "the session ended on a failing tool call", last.index)
+    if last is not None and last.is_error and not last.protocol_error:
+        return _outcome("unknown", "the session ended on a failing tool call that is not a project check",
+                        last.index)
     return None

@@ -65,6 +65,8 @@ class Verification:
     change_steps: list[int] = field(default_factory=list)
     checks: list[Check] = field(default_factory=list)
     adhoc_after_change: int = 0
+    #: Ad-hoc runs after the last change whose result says neither way (no exit code recorded).
+    adhoc_unread: int = 0
     rewritten_tests: list[str] = field(default_factory=list)
     submitted: Step | None = None
     patch: dict[str, str] | None = None
@@ -217,9 +219,10 @@ def analyze(trajectory: Trajectory) -> Verification:
         check = _check(trajectory, call, actions[call.index], v, created, scratch)
         if check is not None:
             v.checks.append(check)
-        elif call.index > v.last_change >= 0 and actions[call.index].purpose is Purpose.RUN and _ok(
-                trajectory.result_of(call)):
-            v.adhoc_after_change += 1
+        elif call.index > v.last_change >= 0 and actions[call.index].purpose is Purpose.RUN:
+            ran = _ok(trajectory.result_of(call))
+            v.adhoc_after_change += ran is True
+            v.adhoc_unread += ran is None
     for check in v.checks:  # a failure the project had before the change is not the change's
         check.preexisting = not check.passed and any(
             o.call.command == check.call.command and not o.passed and o.call.index < v.first_change

@@ -205,6 +205,66 @@ def unix_newlines(text: str) -> str:
 
 
 
+#: pytest's closing line, ``=== 1 failed, 2 passed in 0.12s ===`` (without the rules under ``-q``).
+_PYTEST_SUMMARY = re.compile(r"^=*\s*(?P<counts>(?:\d+ \w+, )*\d+ \w+|no tests ran(?:, .*)?) in [\d.]+m?s\b"
+                             r"(?: \([\d:.]+\))?\s*=*$")
+#: unittest's verdict, after ``Ran N tests in Xs`` (Django's runner then drops its test databases).
+_UNITTEST_RAN = re.compile(r"^Ran \d+ tests? in [\d.]+s$")
+_UNITTEST_VERDICT = re.compile(r"^(OK|FAILED|NO TESTS RAN)(?: \(.*\))?$")
+_UNITTEST_AFTER = re.compile(r"^(?:Destroying (?:old )?test database for alias|Preserving test database)")
+_NOT_FOUND = re.compile(r"^(?:(?:/\S+/)?(?:ba|da|z|k)?sh: )?(?:line \d+: |\d+: )?(?:\S+: (?:command )?not found|"
+                        r"command not found: \S+)$")
+_TRACEBACK = "Traceback (most recent call last):"
+#: The line that ends a traceback: the exception's (dotted) class name, then its message.
+_EXCEPTION = re.compile(r"^(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?::(?: .*)?)?$")
+
+
+def exit_code_from_output(output: str) -> int | None:
+    """The exit status a command's output shows beyond doubt; None when it does not say.
+
+    For formats that record no exit codes (SWE-agent's observations). Read from the end of
+    the output, so only what the command printed last decides:
+
+    * pytest's summary line last: ``N failed`` or ``N error(s)`` -> 1, otherwise tests ran -> 0,
+      ``no tests ran`` (or only deselected) -> 5;
+    * unittest's verdict after ``Ran N tests``: ``OK`` -> 0, ``FAILED (...)`` -> 1, ``NO TESTS RAN`` -> 5;
+    * a shell's ``command not found`` as the whole output -> 127;
+    * a Python traceback ending the output with its exception line -> 1 (the interpreter died on it).
+
+    It is the status of the program whose output this is: behind ``| tail`` the shell's own
+    status would be tail's, but what a check's result is, is the runner's.
+    """
+    lines = [line.rstrip() for line in output.strip().splitlines() if line.strip()]
+    if not lines:
+        return None
+    last = lines[-1].strip()
+    summary = _PYTEST_SUMMARY.match(last)
+    if summary:
+        words = {word for part in summary["counts"].split(", ") for word in part.split()[1:2]}
+        if words & {"failed", "error", "errors"}:
+            return 1
+        return 0 if words & {"passed", "skipped", "xfailed", "xpassed"} else 5
+    tail = list(lines)
+    while len(tail) > 1 and _UNITTEST_AFTER.match(tail[-1]):
+        tail.pop()
+    verdict = _UNITTEST_VERDICT.match(tail[-1].strip())
+    if verdict and any(_UNITTEST_RAN.match(line.strip()) for line in tail[-4:-1]):
+        return {"OK": 0, "FAILED": 1}.get(verdict.group(1), 5)
+    if len(lines) == 1 and _NOT_FOUND.match(last):
+        return 127
+    return 1 if _ends_on_traceback(lines) else None
+
+
+def _ends_on_traceback(lines: list[str]) -> bool:
+    """True when the last thing printed is a traceback: its frames, then the exception line."""
+    start = max((i for i, line in enumerate(lines) if line.strip() == _TRACEBACK), default=None)
+    if start is None or start + 2 >= len(lines):
+        return False
+    frames, last = lines[start + 1:-1], lines[-1]
+    return (frames[0].startswith("  File ") and all(line[:1].isspace() for line in frames)
+            and bool(_EXCEPTION.match(last)))
+
+
 def repo_from_instance(instance_id: Any) -> str | None:
     """``django__django-16255`` -> ``django/django`` (SWE-bench instance ids)."""
     match = _INSTANCE.match(as_str(instance_id))

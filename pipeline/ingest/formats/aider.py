@@ -55,6 +55,13 @@ _NOT_APPLIED = re.compile(r"^Did not apply edit to (.+?)(?: \(--dry-run\))?$")
 _SKIPPED = re.compile(r"^Skipping edits to (.+)$")
 _OTHERS_APPLIED = re.compile(r"^# The other \d+ SEARCH/REPLACE blocks? (?:were|was) applied successfully")
 _COMMIT = re.compile(r"^Commit ([0-9a-f]{7,40}) (.+)$")
+#: Aider refusing an edit (in the corpus: 60 results of 792): the result this parser writes for a
+#: SEARCH/REPLACE block aider reported as "SearchReplaceNoExactMatch: This SEARCH block failed to
+#: exactly match lines in <file>" (the edit was not applied), and aider's own "The LLM did not
+#: conform to the edit format." Not refusals: lint and test failures (the project), "Edit to <file>
+#: skipped" (the person answered no to "Allow edits to file ...?" / "Create new file?").
+PROTOCOL_ERRORS = re.compile(r"\A\s*(?:(?:#+ )?(?:SearchReplaceNoExactMatch: This )?SEARCH block failed to exactly "
+                             r"match lines in |The LLM did not conform to the edit format)")
 _NO_MATCH = re.compile(r"^(?:#+ )?SearchReplaceNoExactMatch: This SEARCH block failed to exactly match lines in (.+)$")
 _LINT = re.compile(r"^## Running: (.+)$")
 _RUNNING = re.compile(r"^Running (.+)$")
@@ -95,6 +102,7 @@ class Aider(TrajectoryFormat):
     locations = ("<repository>/.aider.chat.history.md",)
     suffixes = (".md",)
     priority = 0
+    protocol_errors = PROTOCOL_ERRORS
 
     def sniff(self, probe: Probe) -> bool:
         head = probe.head

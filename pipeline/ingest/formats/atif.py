@@ -26,6 +26,15 @@ from typing import Any
 import orjson
 
 from pipeline.ingest.base import TrajectoryFormat
+from pipeline.ingest.formats import (
+    claude_code,
+    codex,
+    gemini_cli,
+    mini_swe_agent,
+    opencode,
+    openhands,
+    swe_agent,
+)
 from pipeline.ingest.formats._common import (
     SHAPE_ERRORS,
     as_dict,
@@ -52,6 +61,13 @@ _VERIFIER = re.compile(r'"verifier_result"\s*:')
 _PATH_KEYS = ("file_path", "path", "notebook_path", "filename")
 #: Nesting of subagent trajectories we follow; deeper ones are reported, not read.
 MAX_DEPTH = 8
+#: ATIF carries another harness's tool results (Harbor converts Claude Code, Codex, Gemini CLI,
+#: OpenHands, mini-swe-agent, SWE-agent, OpenCode ... runs), so their refusals are refusals here:
+#: the union of those formats' patterns, each anchored at the start of the result. None in the
+#: corpus (11 results; its one tool error, "EACCES: permission denied, mkdir '/app'", is the file
+#: system refusing a Write, not the harness).
+PROTOCOL_ERRORS = re.compile("|".join(f"(?:{module.PROTOCOL_ERRORS.pattern})" for module in (
+    claude_code, codex, gemini_cli, openhands, mini_swe_agent, swe_agent, opencode)))
 
 
 class Atif(TrajectoryFormat):
@@ -62,6 +78,7 @@ class Atif(TrajectoryFormat):
                  "*.atif.json")
     suffixes = (".json",)
     priority = 2
+    protocol_errors = PROTOCOL_ERRORS
 
     def sniff(self, probe: Probe) -> bool:
         text = probe.text

@@ -68,6 +68,24 @@ _SESSION_COMMANDS = {"/clear", "/compact", "/model", "/cost", "/help", "/login",
                      "/export", "/usage", "/rewind", "/statusline", "/output-style", "/todos", "/plugin"}
 _MAIN = "main"
 
+#: Claude Code refusing a tool call (in the corpus: 19 results of 439). Its validation errors come
+#: wrapped in ``<tool_use_error>``: "File has not been read yet. Read it first before writing to
+#: it." (14), "InputValidationError: Task failed due to the following issue: The required
+#: parameter `prompt` is missing" (1), "File does not exist." (2), and elsewhere "String to
+#: replace not found in file.", "Found 2 matches of the string to replace, but replace_all is
+#: false", "File has been modified since read", "No such tool available", "Sibling tool call
+#: errored"; the same messages bare (``toolUseResult`` keeps them as "Error: ..."); a Read of a
+#: directory, "EISDIR: illegal operation on a directory, read" (1); a permission not granted,
+#: "Claude requested permissions to write to <file>, but you haven't granted it yet." (1).
+#: Not refusals: Bash's "Exit code N" (the command ran), the person declining a call ("The user
+#: doesn't want to proceed with this tool use"), a Write failing on the file system (EACCES).
+PROTOCOL_ERRORS = re.compile(
+    r"\A\s*(?:<tool_use_error>|(?:Error: )?(?:InputValidationError: |File has not been read yet|"
+    r"String to replace not found in file|Found \d+ matches of the string to replace|"
+    r"File has (?:been )?(?:unexpectedly )?modified since (?:it was )?read|No such tool available|"
+    r"No changes to make: old_string and new_string are exactly the same)|"
+    r"EISDIR: illegal operation on a directory|Claude requested permissions to .{1,300}?, but you haven't granted it yet)")
+
 
 class ClaudeCode(TrajectoryFormat):
     name = "claude-code"
@@ -77,6 +95,7 @@ class ClaudeCode(TrajectoryFormat):
                  "~/.claude/projects/*/*/subagents/agent-*.jsonl")
     suffixes = (".jsonl",)
     priority = 10
+    protocol_errors = PROTOCOL_ERRORS
 
     def sniff(self, probe: Probe) -> bool:
         for record in probe.records:

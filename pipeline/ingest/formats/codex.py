@@ -62,6 +62,18 @@ _RUNNING = re.compile(r"^Process running with session ID (\d+)\s*$", re.M)
 _HEADER_END = "\nOutput:\n"
 _PATCH_FILE = re.compile(r"^\*\*\* (Add|Update|Delete) File: (.+?)\s*$")
 _PATCH_MOVE = re.compile(r"^\*\*\* Move to: (.+?)\s*$")
+#: Codex refusing a tool call (in the corpus: 1 result of 897, "write_stdin failed: stdin is
+#: closed for this session; rerun exec_command with tty=true to keep stdin open"; most of the
+#: corpus is redacted). From codex-rs' tool handlers: "apply_patch verification failed: Failed to
+#: find expected lines in <file>" (a patch that did not apply), "apply_patch handler received
+#: invalid patch input", "Invalid patch: ...", "failed to parse function arguments: ...",
+#: "unsupported call: <tool>", "write_stdin failed: Unknown process id <n>"; after a unified-exec
+#: header ("Exit code: 1 / Wall time: ... / Output:") too. Not refusals: a command exiting non-zero,
+#: the sandbox or the person declining ("rejected by user").
+PROTOCOL_ERRORS = re.compile(
+    r"\A\s*(?:(?:Exit code: -?\d+|Wall time: [^\n]*|Output:)\n)*(?:apply_patch verification failed|"
+    r"apply_patch handler received|[Ii]nvalid patch|failed to parse (?:function|tool_search) arguments|"
+    r"unsupported (?:call|custom tool call|payload)|write_stdin failed|[Uu]nknown process id)")
 
 
 class CodexRollout(TrajectoryFormat):
@@ -71,6 +83,7 @@ class CodexRollout(TrajectoryFormat):
     locations = ("~/.codex/sessions/**/rollout-*.jsonl", "~/.codex/archived_sessions/**/rollout-*.jsonl")
     suffixes = (".jsonl",)
     priority = 8
+    protocol_errors = PROTOCOL_ERRORS
 
     def sniff(self, probe: Probe) -> bool:
         if _ROLLOUT_HEAD.match(probe.head):

@@ -50,6 +50,20 @@ _ABSOLUTE = re.compile(r"(?:^|[\s'\"`(:=])(/[\w.@+-]+(?:/[\w.@+-]+)+)")
 #: Result texts kept (their first bytes) to look for the project root when the arguments hold none.
 _MAX_RESULT_HEADS = 200
 _SHELL_TOOLS = {"run_shell_command", "shell"}
+#: Gemini CLI refusing a tool call (none in the corpus: its 27 results include 1 error, `ls` of a
+#: missing directory, which ran). From gemini-cli's edit/read/write tools and their parameter
+#: validation: "Failed to edit, 0 occurrences found for old_string in <file>", "Failed to edit,
+#: could not find the string to replace.", "Failed to edit, Expected 1 occurrence but found 2 ...",
+#: "No changes to apply. The old_string and new_string are identical", "File already exists,
+#: cannot create: <file>", "File not found: <file>", "Path is a directory", "File path must be
+#: absolute", "params must have required property 'file_path'", "Tool \"x\" not found in registry".
+#: Not refusals: a shell command's non-zero "Exit Code", a cancelled call.
+PROTOCOL_ERRORS = re.compile(
+    r"\A\s*(?:Error: )?(?:Failed to edit,|No changes to apply\. The (?:old_string and new_string|new content) "
+    r"(?:are|is) identical|File already exists, cannot create|Failed to edit\. Attempted to create a file that "
+    r"already exists|File not found(?:\. Cannot apply edit|: )|Path is a directory|File path must be (?:absolute|"
+    r"within)|(?:The '\w+' parameter|Path) must be absolute|params must have required property|params/\S+ must|"
+    r"Tool \"[^\"]+\" not found in registry)")
 _ASSISTANT_TYPES = {"gemini", "model"}
 _NOTICE_TYPES = {"info", "error", "warning"}
 #: Directories whose hash we try against projectHash; bounded so a huge session stays cheap.
@@ -66,6 +80,7 @@ class GeminiCli(TrajectoryFormat):
                  "~/.gemini/tmp/*/chats/*/*.jsonl")
     suffixes = (".json", ".jsonl")
     priority = 8
+    protocol_errors = PROTOCOL_ERRORS
 
     def sniff(self, probe: Probe) -> bool:
         text = probe.text

@@ -27,11 +27,22 @@ _BASH_BLOCK = re.compile(r"```bash\s*\n(.*?)\n```", re.S)
 _ANY_BLOCK = re.compile(r"```\w*\s*\n(.*?)\n```", re.S)
 _RETURNCODE = re.compile(r"<returncode>\s*(-?\d+)\s*</returncode>")
 _OUTPUT = re.compile(r"<output>\n?(.*?)</output>", re.S)
+_EXCEPTION = re.compile(r"<exception>(.*?)</exception>", re.S)
 _OUTPUT_HEAD = re.compile(r"<output_head>\n?(.*?)</output_head>.*?<output_tail>\n?(.*?)</output_tail>", re.S)
 _PR = re.compile(r"<pr_description>\s*(?:Consider the following PR description:\s*)?(.*?)</pr_description>", re.S)
 _ISSUE = re.compile(r"^Please solve this issue:\s*(.*?)(?:\n\nYou can execute bash commands|\Z)", re.S)
 _SUBMIT = re.compile(r"COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT|MINI_SWE_AGENT_FINAL_OUTPUT")
 _INSTANCE = re.compile(r"^(?P<owner>[\w.-]+?)__(?P<repo>[\w.-]+)-\d+$")
+#: mini-swe-agent refusing an action (none in the corpus: there its format errors -- "Please always
+#: provide EXACTLY ONE action in triple backticks, found 2 actions." -- come back as messages
+#: without a returncode, which are read as harness notes, not results). From its 2.x templates and
+#: tool-call parsing, where they can answer a call: "action was not executed" (returncode -1, an
+#: earlier action of the same response ended the step), "No tool calls found in the response",
+#: "Unknown tool '<x>'", "Missing 'command' argument in bash tool call", "Error parsing tool call
+#: arguments", the format error itself. Not refusals: a command's non-zero returncode, a timeout.
+PROTOCOL_ERRORS = re.compile(
+    r"\A\s*(?:action was not executed|Please always provide EXACTLY ONE action|No tool calls found in the response|"
+    r"Unknown tool '|Missing 'command' argument in bash tool call|Error parsing tool call arguments|Format error:)")
 
 
 class MiniSweAgent(TrajectoryFormat):
@@ -41,6 +52,7 @@ class MiniSweAgent(TrajectoryFormat):
     locations = ("<output dir>/<instance>/<instance>.traj.json",)
     suffixes = (".json",)
     priority = 5
+    protocol_errors = PROTOCOL_ERRORS
 
     def sniff(self, probe: Probe) -> bool:
         text = probe.text
@@ -148,6 +160,11 @@ def _split_action(content: str, extra: dict[str, Any]) -> tuple[str, list[str]]:
 
 
 def _observation(content: str) -> str:
+    """The command's output; 2.x puts why a command did not run (or was killed) before it."""
+    exception = _EXCEPTION.search(content)
+    if exception:
+        rest = _observation(content[: exception.start()] + content[exception.end():]).strip()
+        return f"{exception.group(1).strip()}\n{rest}".strip()
     head_tail = _OUTPUT_HEAD.search(content)
     if head_tail:
         return f"{head_tail.group(1)}\n[... output elided by the agent ...]\n{head_tail.group(2)}"

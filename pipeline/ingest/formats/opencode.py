@@ -52,6 +52,18 @@ _SKIPPED = {
     "project": "OpenCode project record (storage/project), not a session",
 }
 _PATCH_FILE = re.compile(r"^\*\*\* (?:Add|Update|Delete) File: (.+?)\s*$", re.M)
+#: OpenCode refusing a tool call (no real session in the corpus). A tool part in state ``error``
+#: holds its message: "oldString not found in content", "Found multiple matches for oldString.
+#: Provide more surrounding lines ...", "oldString and newString must be different", "You must read
+#: the file <f> before overwriting it. Use the Read tool first", "File <f> has been modified since it
+#: was last read", "The <tool> tool was called with invalid arguments: ...", "Model tried to call
+#: unavailable tool '<x>'", "File <f> not found"; often after "Error: ". Not refusals: a bash part
+#: that completed with a non-zero exit, the person rejecting a permission request.
+PROTOCOL_ERRORS = re.compile(
+    r"\A\s*(?:Error: )?(?:oldString not found in content|Found (?:multiple|\d+) matches for oldString|"
+    r"oldString and newString must be different|You must read (?:the )?file .{1,300}? before overwriting it|"
+    r"File .{1,300}? has been modified since it was last read|The \w+ tool was called with invalid arguments|"
+    r"Model tried to call unavailable tool|File (?:.{1,300}? )?not found)")
 
 
 class _TooLarge(Exception):
@@ -91,6 +103,7 @@ class OpenCodeStorage(TrajectoryFormat):
     locations = ("~/.local/share/opencode/storage/session/**/*.json",)
     suffixes = (".json",)
     priority = 6
+    protocol_errors = PROTOCOL_ERRORS
 
     def sniff(self, probe: Probe) -> bool:
         if probe.first_char != "{":

@@ -75,6 +75,23 @@ _EDITOR_COMMAND = re.compile(r"'command':\s*'(\w+)'")
 _IPYTHON_ERROR = re.compile(r"^-{20,}\n\S*(?:Error|Exception)\w*\s+Traceback \(most recent call last\)", re.M)
 _SKILL_ERROR = re.compile(r"^\[(?:Your proposed edit has introduced new syntax error|No exact match found in|"
                           r"Error:|File .* not found)")
+#: OpenHands refusing a tool call (in the corpus: 35 results of 138). Its file editor answers
+#: "ERROR:\n" and then "No replacement was performed, old_str `...` did not appear verbatim in
+#: <file>." (13), "No replacement was performed. Multiple occurrences of old_str ..." (4),
+#: "Parameter `old_str` is required for command: str_replace." (5), "Invalid `view_range`
+#: parameter: ..." (1), "Invalid `new_str` parameter: ... must be different." (1); older agentskills
+#: answer "[Your proposed edit has introduced new syntax error(s). ...]" (8, the edit was not
+#: applied) or "[No exact match found in <file> for ...]" (3). Also: "Invalid `path` parameter",
+#: "The path <p> does not exist", "File already exists at", "Unrecognized command", "No edit history
+#: found", and function-call validation ("Parameter 'command' is expected to be one of [...]",
+#: "Missing required argument", "Tool <x> is not registered"). Not refusals: a command's exit code,
+#: `make` or `cmake` failing, `bash: ponyc: command not found` (the project's tool is missing).
+PROTOCOL_ERRORS = re.compile(
+    r"\A\s*(?:ERROR:\s*)?(?:No replacement was performed|Invalid `\w+` parameter|Parameter `\w+` is required|"
+    r"The path \S+ (?:is not an absolute path|does not exist)|File already exists at|Unrecognized command|"
+    r"No edit history found|The `view_range` parameter is not allowed|Parameter '\w+' is expected to be one of|"
+    r"Missing required argument|Invalid JSON in tool call arguments|Tool \S+ is not registered|"
+    r"\[(?:Your proposed edit has introduced new syntax error|No exact match found in ))")
 _JUPYTER_CWD = re.compile(r"\[Jupyter current working directory: ([^\]\n]+)\]")
 _ISSUE = re.compile(r"<issue_description>\s*(.*?)\s*</issue_description>", re.S)
 
@@ -89,6 +106,7 @@ class OpenHands(TrajectoryFormat):
                  "<resolver output dir>/output.jsonl")
     suffixes = (".json", ".jsonl")
     priority = 3
+    protocol_errors = PROTOCOL_ERRORS
 
     def sniff(self, probe: Probe) -> bool:
         text = probe.text

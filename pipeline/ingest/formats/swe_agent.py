@@ -8,10 +8,13 @@ read from ``trajectory`` and, when it is empty (``function_calling_simple.traj``
 
 An action is either one of SWE-agent's own commands (``open``, ``edit``, ``create``,
 ``str_replace_editor``, ``submit`` ...) or a shell command, which becomes a ``bash`` call.
-SWE-agent records no exit codes, so ``exit_code`` stays None. ``is_error`` is set only where
-the observation says it for certain: an edit the linter rejected (True) or applied (False), a
-command that timed out, ``command not found`` alone on the output, a Python run ending on an
-uncaught traceback. The final patch (``info.submission``) is the result of the ``submit`` call,
+SWE-agent records no exit codes: a shell command's is read from its observation where the
+output says it beyond doubt (``_common.exit_code_from_output``: pytest's or unittest's closing
+verdict, ``command not found``, a traceback as the last thing printed; or SWE-ReX's
+``///PROCESS-DONE:<code>:PROCESS-DONE///`` marker, left in an output that did not end its last
+line), else it stays None. ``is_error`` is set only where the observation says it for certain:
+an edit the linter rejected (True) or applied (False), a command that timed out, a non-zero
+exit code read as above. The final patch (``info.submission``) is the result of the ``submit`` call,
 as mini-swe-agent's is; an auto-submission without a ``submit`` action gets one.
 """
 
@@ -32,6 +35,7 @@ from pipeline.ingest.formats._common import (
     as_list,
     as_str,
     dumps,
+    exit_code_from_output,
     repo_from_dirname,
     repo_from_instance,
     repo_slug,
@@ -75,10 +79,31 @@ _EDIT_FAILED = re.compile(r"^(?:Your proposed edit has introduced new syntax err
                           r"No replacement was performed)|did not appear verbatim")
 _EDIT_DONE = re.compile(r"^(?:\[File: |File updated\.|Text replaced\.|Replaced \d+ occurrences|"
                         r"The file \S+ has been edited|File created successfully)")
+#: SWE-agent refusing an action (in the corpus: 16 results of 281, all "Your proposed edit has
+#: introduced new syntax error(s). ... This is how your edit would have looked if applied": the
+#: linter rejected the edit, which was not applied). Also from its tool bundles and templates:
+#: "Your edit was not applied (file not modified): ...", "Your search and replace strings are the
+#: same", "No file open(ed). ...", "Usage: edit <start_line>:<end_line>", "Error: <line_number> must
+#: be a number", "File <f> not found" (open), str_replace_editor's "No replacement was performed,
+#: old_str `...` did not appear verbatim in <file>", "Parameter `old_str` is required ...", "The
+#: path <p> does not exist", "Invalid `view_range` ..."; format and blocklist errors: "Your output
+#: was not formatted correctly", "Your bash command contained syntax errors and was NOT executed",
+#: "Operation '<cmd>' is not supported by this environment", "Your last output did not use any
+#: tool calls", "Please always provide EXACTLY ONE action". Not refusals: the CTF flag check
+#: ("Wrong flag!"), a timeout, a traceback or `command not found` from the project's commands.
+PROTOCOL_ERRORS = re.compile(
+    r"\A\s*(?:ERROR:\s*)?(?:Your proposed edit has introduced new syntax error|Your edit was not applied|"
+    r"Your search and replace strings are the same|No file open(?:ed)?\. |Search text must not be empty|"
+    r"Usage: (?:open|goto|edit|insert|create|search_dir|search_file|find_file|scroll_up|scroll_down|submit) |"
+    r"Error: <\w+> must|File \S+ not found|No replacement was performed|Parameter `\w+` is required|"
+    r"The path \S+ (?:is not an absolute path|does not exist|is a directory)|File already exists at|"
+    r"Invalid `\w+`|Unrecognized command|No edit history found|The `view_range` parameter is not allowed|"
+    r"Your output was not formatted correctly|Your bash command contained syntax errors and was NOT executed|"
+    r"Operation '.{1,200}?' is not supported by this environment|Your last output did not use any tool calls|"
+    r"Please always provide EXACTLY ONE)")
 _TIMED_OUT = re.compile(r"EXECUTION TIMED OUT|was cancelled because it took more than \d+ seconds")
-_NOT_FOUND = re.compile(r"^(?:bash: )?(?:line \d+: )?\S+: command not found$")
-_PYTHON_RUN = re.compile(r"^python3?\s+[^;&|<>`$]+$")
-_UNCAUGHT = re.compile(r"^[A-Za-z_][\w.]*(?:Error|Exception|Interrupt|Exit)\b")
+#: SWE-ReX ends each command with this marker; it shows when the output's last line had no newline.
+_PROCESS_DONE = re.compile(r"///PROCESS-DONE:(\d+):PROCESS-DONE///\s*$")
 
 
 class SweAgent(TrajectoryFormat):
@@ -89,6 +114,7 @@ class SweAgent(TrajectoryFormat):
                  "trajectories/<user>/<run>/<instance_id>/<instance_id>.traj (1.x)")
     suffixes = (".traj",)
     priority = 4
+    protocol_errors = PROTOCOL_ERRORS
 
     def sniff(self, probe: Probe) -> bool:
         text = probe.text
@@ -349,7 +375,8 @@ class _Run:
         shown = _FILE_SHOWN.search(observation)
         if shown:
             self.open_file = shown["path"]
-        self.builder.result(call_id=call_id, text=text, is_error=_is_error(tool, command, observation))
+        exit_code, is_error = _status(tool, command, observation)
+        self.builder.result(call_id=call_id, text=text, exit_code=exit_code, is_error=is_error)
 
     def finish(self) -> None:
         cwd = self.builder.fields.get("cwd")
@@ -383,27 +410,25 @@ def _str_replace_editor(args: dict[str, Any], rest: list[str]) -> tuple[list[str
     return ([target] if target else []), diff, f"{sub} {target}".strip()
 
 
-def _is_error(tool: str, command: str | None, observation: str) -> bool | None:
-    """Only what the observation says for certain; None when it could go either way."""
+def _status(tool: str, command: str | None, observation: str) -> tuple[int | None, bool | None]:
+    """Exit code and error flag, only as far as the observation says them for certain."""
     text = observation.strip()
     if _TIMED_OUT.search(text):
-        return True
+        return None, True
     if tool in _EDITORS:
         if _EDIT_FAILED.search(text):
-            return True
-        return False if _EDIT_DONE.match(text) else None
+            return None, True
+        return None, False if _EDIT_DONE.match(text) else None
     if tool == "submit" and text == "Wrong flag!":
-        return True  # SWE-agent's CTF mode checks the flag
+        return None, True  # SWE-agent's CTF mode checks the flag
     if tool == "open":
-        return False if text.startswith("[File: ") else (True if re.match(r"^File \S+ not found", text) else None)
+        return None, False if text.startswith("[File: ") else (True if re.match(r"^File \S+ not found", text) else None)
     if tool == "bash" and command:
-        if "\n" not in text and _NOT_FOUND.match(text):
-            return True
-        if _PYTHON_RUN.match(command.strip()) and "Traceback (most recent call last):" in text:
-            last = text.splitlines()[-1]
-            if _UNCAUGHT.match(last):
-                return True
-    return None
+        done = _PROCESS_DONE.search(text)
+        code = int(done.group(1)) if done else exit_code_from_output(text)
+        if code is not None:
+            return code, code != 0
+    return None, None
 
 
 def _task_from_prompt(prompt: str) -> str:
