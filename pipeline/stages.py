@@ -15,6 +15,7 @@ from pipeline import config
 from pipeline.config import Config
 from pipeline.distill import Distilled, consolidate, distill
 from pipeline.distill import heuristic as distiller
+from pipeline.distill.lessons import generalize
 from pipeline.distill.naming import clamp_name
 from pipeline.distill.risk import flag
 from pipeline.errors import SkillFileError
@@ -219,7 +220,9 @@ def _save_draft(library: Library, draft: Skill, lineage: dict[str, set[str]] | N
     if existing is not None:
         old = existing.skill
         known = set(old.trajectory_ids())
-        same_origin = draft.kind == "repo" or all(
+        # A consolidated skill (a manual, a lesson seen in several sessions) gains and loses sources
+        # from run to run: any source in common makes it the same skill.
+        same_origin = draft.kind == "repo" or any(
             t in known or known & (lineage or {}).get(t, set()) for t in draft.trajectory_ids())
         if not same_origin:
             suffix = draft.trajectory_ids()[0][:6] if draft.sources else "2"
@@ -284,16 +287,18 @@ def consolidate_repos(state: StateDB, library: Library, repos: Iterable[str], ou
     by_name: dict[str, str] = {}
     for repo in sorted(set(repos), key=lambda r: (-r.count("/"), r)):
         by_name.setdefault(repo.rsplit("/", 1)[-1].lower(), repo)
-    for repo in sorted(by_name.values()):
-        skill = consolidate(repo, state.facts(repo))
+    drafts = [consolidate(repo, state.facts(repo)) for repo in sorted(by_name.values())]
+    if by_name:  # a new fact anywhere may complete a lesson that spans sessions or repositories
+        drafts += generalize(state.facts_of_kind("pair", "fix"))
+    for skill in drafts:
         if skill is None:
             continue
         try:
             name, saved = save_skill(library, flag(skill), reopened=outcome.reopened)
         except SkillFileError as exc:
             outcome.errors.append(RunError(path=exc.path, reason=f"{exc.message}; this run left the file alone: "
-                                           "fix or remove it, and the next run with a session of this "
-                                           "repository writes the manual again"))
+                                           "fix or remove it, and the next run with a new session of this "
+                                           "repository writes it again"))
             continue
         outcome.results[name] = saved
 

@@ -38,6 +38,7 @@ class Session:
     test_command: str = "python -m pytest tests -q"
     error: str = "ModuleNotFoundError: No module named 'requests'"
     thanks: str = "thanks, works"
+    tool: str = "Bash"  # the tool the fix command runs in
     fail_after: bool = False  # the last test run fails too (a failed session)
     session_id: str = field(default_factory=lambda: str(uuid.uuid4()))
 

@@ -12,7 +12,8 @@ consolidated across every session and agent of a repository by ``repo.py``. Kind
 * ``preexisting``: a failure that was there before the change and still after it, or that a
   session a person or a label called resolved ended with: not the next agent's to chase;
 * ``correction``: the person redirecting the agent, in their words (``corrections.py``);
-* ``location``: a file the session searched for or read, then edited, with what it touched.
+* ``location``: a file the session searched for or read, then edited, with what it touched;
+* ``pair``: an error and the code change that made the same check pass, for ``lessons.py``.
 """
 
 from __future__ import annotations
@@ -21,8 +22,8 @@ import re
 
 from pydantic import BaseModel, Field
 
-from pipeline.distill.analysis import Analysis, Event, check_key, template
-from pipeline.distill.changes import symbols
+from pipeline.distill.analysis import Analysis, Event, Fix, check_key, template
+from pipeline.distill.changes import change_lines, symbols
 from pipeline.distill.corrections import corrections
 from pipeline.distill.naming import task_title
 from pipeline.trajectory.commands import CHECKS, Purpose, segments
@@ -90,11 +91,41 @@ def repo_facts(analysis: Analysis) -> list[RepoFact]:
             facts.append(RepoFact(**base, kind="fix", template=template(fix.after.command or ""),
                                   command=clean(fix.after.command or ""), steps=fix.steps, symptom=fix.failed.error,
                                   text=clean(fix.failed.command or "")))
+        elif fix.kind == "code" and (pair := _pair(analysis, fix, base)) is not None:
+            facts.append(pair)
     facts += _preexisting(analysis, base)
     facts += [RepoFact(**base, kind="correction", template=c.quote.lower(), text=c.quote, steps=c.steps,
                        paths=c.paths, symptom=c.context) for c in corrections(t, analysis)]
     facts += _locations(analysis, base)
     return facts
+
+
+def _pair(analysis: Analysis, fix: Fix, base: dict) -> RepoFact | None:
+    """An error and the code change that made the same check pass: a lesson if other sessions repeat it.
+
+    Kept only when the change is to project code (not the agent's scratch script) and can be said
+    (a before -> after line); ``lessons.py`` writes a skill when two or more tasks show the same pair.
+    """
+    changed = [(path, e) for e in fix.between if e.purpose is Purpose.EDIT and e.ok is not False and not e.protocol
+               for path in e.paths if not analysis.is_scratch(path)]
+    if not changed or not fix.after.command or not _project_command(analysis, fix.after):
+        return None
+    path, edit = changed[-1]
+    lines = change_lines(edit.call.diff or "")
+    if lines is None:
+        return None
+    before, after = lines
+    names = symbols(edit.call.diff or "", path)
+    where = f"`{path}`" + (f" (`{names[0]}`)" if names else "")
+    what = f"replace `{before}` with `{after}`" if before else f"add `{after}`"
+    return RepoFact(**base, kind="pair", template=f"{error_key(fix.failed.error or '')} => {path.rsplit('/', 1)[-1]}",
+                    command=clean(fix.after.command), steps=fix.steps, symptom=fix.failed.error,
+                    text=f"in {where}, {what}", paths=[path])
+
+
+def error_key(error: str) -> str:
+    """An error with its instance values (numbers, quoted names, paths) blanked: what repeats across sessions."""
+    return re.sub(r"\d+|'[^']*'|\"[^\"]*\"|\S*/\S*", "_", error.lower()).strip()[:160]
 
 
 def _project_command(analysis: Analysis, event: Event) -> bool:

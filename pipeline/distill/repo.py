@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from pipeline.distill.corrections import first_line
-from pipeline.distill.facts import RepoFact
+from pipeline.distill.facts import RepoFact, error_key
 from pipeline.distill.naming import bounded, clamp_name, repo_label, repo_slug
 from pipeline.ingest.verification import is_test_path
 from pipeline.library.model import Evidence, Item, Pitfall, Skill, SourceRef
@@ -216,7 +216,7 @@ def _replaced(facts: list[RepoFact]) -> list[_Entry]:
 def _environment(facts: list[RepoFact]) -> list[_Entry]:
     groups: dict[tuple[str, str], list[RepoFact]] = defaultdict(list)
     for fact in facts:
-        groups[(_error_key(fact.symptom or ""), _fold(fact.template))].append(fact)
+        groups[(error_key(fact.symptom or ""), _fold(fact.template))].append(fact)
     entries = []
     for (_, remedy), group in groups.items():
         def build(remedy: str = remedy, group: list[RepoFact] = group) -> Pitfall:
@@ -229,10 +229,6 @@ def _environment(facts: list[RepoFact]) -> list[_Entry]:
         entries.append(_Entry(group, rank=(-_sessions(group), _negate(_recency(group))), section="environment",
                               build=build))
     return sorted(entries, key=lambda e: e.rank)[:4]
-
-
-def _error_key(error: str) -> str:
-    return re.sub(r"\d+|'[^']*'|\"[^\"]*\"", "_", error.lower())[:120]
 
 
 def _notes_entries(facts: list[RepoFact], line: Callable[[list[RepoFact]], str]) -> list[_Entry]:

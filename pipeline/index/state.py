@@ -240,6 +240,13 @@ class StateDB:
             "(SELECT trajectory_id FROM trajectory_lineage) ORDER BY trajectory_id", [name])
         return [RepoFact.model_validate_json(r[0]) for r in rows.fetchall()]
 
+    def facts_of_kind(self, *kinds: str) -> list[RepoFact]:
+        """Facts of these kinds in every repository (current trajectories only): what generalizes."""
+        rows = self.con.execute(
+            "SELECT fact FROM repo_facts WHERE list_contains(?, kind) AND trajectory_id NOT IN "
+            "(SELECT trajectory_id FROM trajectory_lineage) ORDER BY trajectory_id", [list(kinds)])
+        return [RepoFact.model_validate_json(r[0]) for r in rows.fetchall()]
+
     # -- skills -------------------------------------------------------------------------
     def sync_skills(self, stored: list[StoredSkill]) -> None:
         """Mirror the library (the truth) into the skills tables, provenance included."""

@@ -197,7 +197,7 @@ def is_shell_tool(name: str | None) -> bool:
 
 _TAGS = re.compile(r"</?(tool_use_error|error|output|stderr|stdout)>")
 ERROR_LINE = re.compile(
-    r"^\s*((?:[A-Za-z_][\w.]*)?(?:Error|Exception|Exit|Failure|Warning)\b[:\s].*|"
+    r"^\s*(?:E\s+)?((?:[A-Za-z_][\w.]*)?(?:Error|Exception|Exit|Failure|Warning)\b[:\s].*|"
     r"(?:error|fatal|FAILED|ERROR)\b[:\s].*|.*(?:command not found|No such file or directory|"
     r"Permission denied|not recognized as|cannot find module|Cannot find module|ModuleNotFoundError).*)$",
     re.MULTILINE)
@@ -208,14 +208,19 @@ def error_signature(text: str) -> str | None:
     text = _TAGS.sub("", text or "")
     matches = [_with_next_line(m, text) for m in ERROR_LINE.finditer(text)]
     matches = [m for m in matches if len(m) > 3]
+    named = [m for m in matches if not _EXIT_CODE_LINE.match(m)]  # Claude Code's "Exit code 1" names no error
+    matches = named or matches
     if not matches:
         return None
     return matches[-1][:240]
 
 
+_EXIT_CODE_LINE = re.compile(r"^(E\s+)?Exit code \d+$")
+
+
 def _with_next_line(match: re.Match[str], text: str) -> str:
     """``ERROR:`` alone on its line (OpenHands' editor) names the error on the next line."""
-    line = match.group(0).strip()
+    line = match.group(1).strip()
     if not re.fullmatch(r"(?i)error:?", line):
         return line
     rest = text[match.end():].lstrip("\n").split("\n", 1)[0].strip()
