@@ -202,7 +202,8 @@ class Identity:
         """What the steps show: commands and their output, manifests read, files edited."""
         calls = [s for s in steps if s.kind is StepKind.TOOL_CALL]
         for call in calls:
-            result = steps[call.result_index].text if call.result_index is not None else ""
+            answer = call.result_index
+            result = steps[answer].text if answer is not None and answer < len(steps) else ""
             if call.command:
                 self.shell(call.command, result, cwd)
             edit = call.diff is not None or (call.tool or "").lower() in _EDIT_TOOLS
