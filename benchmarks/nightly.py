@@ -7,7 +7,7 @@ copy 0 is the corpus itself; each further copy perturbs a harmless field of ever
 timestamps shifted by ``k`` days, or, for formats without timestamps, a ``[copy k]`` note after
 the first user message -- so every copy has new content ids (checked: a copy that would be
 deduplicated stops the script). Later copies take the files with the fewest sessions first, so
-the mix stays that of real agent sessions rather than more of the one Aider history with 677.
+the mix stays that of real agent sessions rather than more of the one Aider history with 980.
 
 Each configuration runs the real CLI (``skillmill run --json --progress lines``) in a fresh
 ``SKILLMILL_HOME`` as a user would, Prefect's temporary server included, and is measured from

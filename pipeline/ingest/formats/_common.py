@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from pipeline.ingest.identity import repo_slug as repo_slug  # where the formats have always found it
+
 if TYPE_CHECKING:
     from pipeline.ingest.report import FileReport
 
@@ -127,26 +129,6 @@ def pick_task(prompts: list[str]) -> str | None:
         if prompt.strip() and not _CHATTER.match(prompt):
             return prompt
     return next((p for p in prompts if p.strip()), None)
-
-
-def repo_slug(url: Any) -> str | None:
-    """``git@github.com:owner/name.git``, ``https://github.com/owner/name/issues/1`` -> ``owner/name``.
-
-    On the big forges the repository is the first two path parts (issue and tree URLs go on
-    after it); elsewhere it is the last two (``https://git.example.com/group/sub/name``).
-    """
-    if not isinstance(url, str):
-        return None
-    match = re.match(r"^(?:[\w+.-]+://)?(?:[^@/\s]+@)?(?P<host>[^/:\s]+)[:/](?P<path>[^\s]+?)(?:\.git)?/*$",
-                     url.strip())
-    if not match:
-        return None
-    parts = [p for p in match.group("path").split("/") if p]
-    if len(parts) < 2:
-        return None
-    forge = match.group("host").lower() in ("github.com", "gitlab.com", "bitbucket.org", "codeberg.org")
-    chosen = parts[:2] if forge else parts[-2:]
-    return "/".join(chosen).removesuffix(".git")
 
 
 _CRLF = re.compile(r"\r+\n")

@@ -1,13 +1,41 @@
 """Aider chat histories: ``.aider.chat.history.md`` in a repository's root.
 
-Aider appends Markdown to one file for every session it runs in the repository
-(``aider/io.py``): ``# aider chat started at <local time>`` opens a session, each line the
-person typed is written ``#### <line>``, aider's own output (``tool_output`` / ``tool_error``)
-as a blockquote ``> <text>`` ending in two spaces -- a multi-line message keeps ``> `` on its
-first line only, so the lines after it belong to it up to the one ending in two spaces -- and
-the model's replies verbatim. One file therefore holds many sessions (the aider repository's
-own history: 1,133), and each becomes a trajectory; a session in which nobody typed anything
-(aider started and quit) is not one. The file is streamed line by line, one session in memory.
+Aider appends Markdown to one file for every launch in the repository (``aider/io.py``):
+``# aider chat started at <local time>`` opens a launch, each line the person typed is written
+``#### <line>``, aider's own output (``tool_output`` / ``tool_error``) as a blockquote
+``> <text>`` ending in two spaces -- a multi-line message keeps ``> `` on its first line only, so
+the lines after it belong to it up to the one ending in two spaces -- and the model's replies
+verbatim. One file therefore holds many launches (the aider repository's own history: 1,133),
+and a launch often holds several unrelated requests. The file is streamed line by line, one
+launch in memory.
+
+One trajectory per request, not per launch, so that a task's title, its edits and its checks
+belong together. A request is a typed message asking for work (the ``####`` lines of one
+multi-line message are one message; ``/ask``, ``/code``, ``/architect`` with a question are
+requests too) with everything up to the next request: the model's replies, its edits and
+commits, lint runs, and the commands that act on that work -- ``/run``, ``/test``, ``!``,
+``/git``, ``/undo``, ``/diff``, ``/commit``, ``/lint`` -- with their output. Commands that manage
+the chat (``/add``, ``/drop``, ``/clear``, ``/model``, ``/web``, ``/help`` ...) prepare the next
+request and open it; after the last request they close it. A message that only says go on
+("do that" after an ``/ask`` plan, "go ahead", "ok, make those changes") or how it went
+("nice, that worked!") stays in the request it answers. A launch in which nobody typed anything
+(aider started and quit) gives none; a request without a reply or a tool call is still one.
+
+The requests of a launch share its facts (version, directory, repository, start) and name it
+as ``parent_session_id`` = ``<started>#<n>`` (n > 1 when two launches started the same
+second; ``#1`` for the part of a file before its first header, and for published transcripts);
+each is ``<parent>.<k>``, k counting from 1 in the launch, so they can be told apart and
+ordered, and a request that corrects the one before ("don't use --no-git in those tests") can be
+read next to what the agent did. The model is the one that answered most in the request, else
+the one in use.
+
+The repository (``pipeline.ingest.identity``): the git root the launch shows (``Git working dir:``,
+or ``Cur working dir:`` with ``Git repo: ../.git``), a ``$ git clone`` a published transcript
+started in, else the package folder its edits are in (``aider/coders/...`` -> ``aider``); a
+launch that shows none of these takes what an earlier launch of the same file showed (aider
+writes the history into the repository root, so its launches share one repository), and last
+the history's folder. Only earlier launches count, and a launch is named as a whole when it
+ends, so a history that grows keeps every name it gave before its last launch.
 
 What becomes a step: the person's input (slash commands that manage the chat -- ``/add``,
 ``/undo``, ``/diff`` ... -- are kept as ``meta``); the model's reply; every SEARCH/REPLACE
@@ -19,11 +47,10 @@ applied without a block (the ``whole`` edit format) gets its call then; ``/run``
 model, so its exit code is 1 when the output was added to the chat, else 0); lint runs
 (``## Running: <cmd>``, shown only when the linter found errors) as failed calls; shell commands
 the model proposed and the person accepted (``Running <cmd>``) as calls without output (aider
-does not log it). The model comes from ``Main model:`` / ``Models:`` / ``Model:`` (the one that
-answered most), the version from ``Aider vX``, the directory from ``Cur working dir:`` (else the
-history file's folder, which aider uses as the repository root). Aider records no per-message
-times: ``started_at`` is the session header, read as UTC because aider writes local time
-without a zone.
+does not log it). The model comes from ``Main model:`` / ``Models:`` / ``Model:``, the version
+from ``Aider vX``, the directory from ``Cur working dir:`` (else the history file's folder, which
+aider uses as the repository root). Aider records no per-message times: ``started_at`` is the
+launch header, read as UTC because aider writes local time without a zone.
 
 Published transcripts (aider.chat examples) wrap the same content in Jekyll front matter and
 ``<div class="chat-transcript">`` blocks: only the content inside the blocks is read.
@@ -33,12 +60,16 @@ See ../shared/docs/trajectory-formats.md §6.
 from __future__ import annotations
 
 import difflib
+import itertools
+import ntpath
+import posixpath
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from pipeline.ingest.base import TrajectoryFormat
+from pipeline.ingest.identity import Identity
 from pipeline.ingest.reader import Probe, iter_text_lines
 from pipeline.ingest.report import FileReport
 from pipeline.trajectory import Trajectory, TrajectoryBuilder
@@ -50,6 +81,9 @@ _SNIFF_TOOL = re.compile(rb"(?m)^> \S[^\n]*  \r?$")
 _VERSION = re.compile(r"^Aider v(\d\S*)")
 _MODEL = re.compile(r"^(?:Main model|Models|Model): (\S+)")
 _CWD = re.compile(r"^Cur working dir: (.+)$")
+_GIT_REPO = re.compile(r"^Git repo: (\S+?)(?: with [\d,]+ files)?$")
+_GIT_DIR = re.compile(r"^Git working dir: (.+)$")
+_SHELL_PREAMBLE = re.compile(r"^\$ (.+)$")  # a published transcript's shell lines before aider starts
 _APPLIED = re.compile(r"^Applied edit to (.+)$")
 _NOT_APPLIED = re.compile(r"^Did not apply edit to (.+?)(?: \(--dry-run\))?$")
 _SKIPPED = re.compile(r"^Skipping edits to (.+)$")
@@ -77,7 +111,7 @@ _DIVIDER = re.compile(r"^={5,9}\s*$")
 _TAIL = re.compile(r"^>{5,9} (REPLACE|UPDATED)\s*$")
 #: What the lines of aider's output that we read start with (a cheap filter before the patterns).
 _TOOL_PREFIXES = ("#", "SearchReplaceNoExactMatch", "Applied edit", "Commit ", "Did not apply", "Skipping edits",
-                  "Running ", "Run shell", "Aider v", "Main model", "Models:", "Model:", "Cur working dir")
+                  "Running ", "Run shell", "Aider v", "Main model", "Models:", "Model:", "Cur working dir", "Git ", "$ ")
 _FRONT_MATTER = "---"
 _UNNAMED = "unknown"
 _DIV_OPEN = '<div class="chat-transcript"'
@@ -93,6 +127,16 @@ _COMMANDS = ("add", "agent", "architect", "ask", "chat-mode", "clear", "code", "
              "load", "ls", "map", "map-refresh", "model", "models", "multiline-mode", "paste", "quit", "read",
              "read-only", "reasoning-effort", "report", "reset", "run", "save", "settings", "test",
              "think-tokens", "tokens", "undo", "voice", "weak-model", "web", "clipboard", "add-clipboard-image")
+#: Commands that act on what the request being worked on did: they belong to it.
+_WITHIN = {"run", "test", "git", "undo", "diff", "commit", "lint"}
+#: A message that only says "go on" with what was just discussed (``/ask`` a plan, then "do that"),
+#: or how it went ("nice, that worked!"): part of that request, not a new one.
+_GO_ON = re.compile(r"^(?:(?:yes|yeah|yep|y|ok(?:ay)?|sure|great|good|nice|perfect|cool|awesome|excellent|"
+                    r"thanks?|thank you|please)\b[\s,.!]*)*"
+                    r"(?:(?:please\s+)?(?:do (?:it|that|this|so)|go ahead|proceed|continue|go on|keep going|"
+                    r"make (?:that|those|the|these) changes?|try (?:it|that|again)|fix (?:it|that)|"
+                    r"implement (?:it|that)|apply (?:it|that|them)|that (?:worked|works|fixed it)|"
+                    r"it works|works(?: now)?|looks good)\b[\s,.!]*)?$", re.I)
 
 
 class Aider(TrajectoryFormat):
@@ -113,18 +157,17 @@ class Aider(TrajectoryFormat):
         return bool(_SNIFF_INPUT.search(head)) and (bool(_SNIFF_TOOL.search(head)) or _DIV_OPEN.encode() in head)
 
     def parse(self, path: Path, report: FileReport) -> Iterator[Trajectory]:
-        session = _Session(path, None)
+        history = _History(path)
+        launch = _Launch(None, 1)
         starts: dict[str, int] = {}
         for kind, _line, text in _events(path, report):
             if kind == "session":
-                if session.inputs:
-                    yield session.build()
-                seen = starts[text] = starts.get(text, 0) + 1  # two sessions started the same second
-                session = _Session(path, text or None, seen if seen > 1 else None)
+                yield from history.requests(launch)
+                seen = starts[text] = starts.get(text, 0) + 1  # two launches started the same second
+                launch = _Launch(text or None, seen)
             else:
-                session.feed(kind, text)
-        if session.inputs:
-            yield session.build()
+                launch.feed(kind, text)
+        yield from history.requests(launch)
 
 
 def _events(path: Path, report: FileReport) -> Iterator[tuple[str, int, str]]:
@@ -192,6 +235,156 @@ def _ends_message(line: str) -> bool:
     return line.endswith("  ") and len(line) > 2 and not line[-3].isspace()
 
 
+class _History:
+    """What one history file says across its launches: the repository they all ran in.
+
+    Aider writes the history into the repository's root, so every launch in it is of one
+    repository: what an earlier launch showed of it (a git root, edited package folders) names
+    the later ones that show nothing, and the file's own folder comes last. A launch's own
+    evidence comes first (a history can be shared through ``--chat-history-file``). Each request
+    is named from what was read up to its end, so a history that grows keeps the names it gave.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.carried = Identity()
+        if path.name == ".aider.chat.history.md":  # aider writes the history into the repository root
+            self.carried.folder(str(path.parent))
+
+    def requests(self, launch: _Launch) -> Iterator[Trajectory]:
+        yield from launch.requests(self.path, self.carried)
+        self.carried.merge(launch.identity)
+
+
+class _Launch:
+    """One ``# aider chat started at`` launch, held until it ends, then split into requests.
+
+    A request is a message asking for work (a ``####`` block; the lines of a multi-line message
+    are one block) with everything up to the next one: the model's replies, its edits and
+    commits, lint runs, and the commands that act on that work (``/run``, ``/test``, ``!``,
+    ``/git``, ``/undo``, ``/diff``, ``/commit``, ``/lint``). Commands that manage the chat
+    (``/add``, ``/drop``, ``/clear``, ``/model``, ``/web``, ``/help`` ... and ``/ask`` without a
+    question) prepare what comes next: they open the next request, or close the last one when
+    none follows. "do that", "go ahead", "ok, make those changes" only say go on with what was
+    just discussed (``/ask`` a plan, then "do that"): they stay in the request too.
+    """
+
+    def __init__(self, started: str | None, number: int) -> None:
+        self.started = started
+        self.number = number
+        self.header: list[tuple[str, str]] = []  # what aider printed before the first input
+        self.segments: list[list[tuple[str, str]]] = []  # an input block and what followed it
+        self.last_kind = ""
+        self.identity = Identity()
+
+    @property
+    def id(self) -> str:
+        return f"{self.started or ''}#{self.number}"
+
+    def feed(self, kind: str, text: str) -> None:
+        if kind == "input" and self.last_kind != "input":
+            self.segments.append([])
+        (self.segments[-1] if self.segments else self.header).append((kind, text))
+        self.last_kind = kind
+
+    def groups(self) -> list[list[tuple[str, str]]]:
+        """The launch's events, one list per request (the header goes with the first)."""
+        groups: list[list[tuple[str, str]]] = []
+        waiting: list[tuple[str, str]] = []
+        asked: str | None = None
+        for segment in self.segments:
+            text = "\n".join(t for k, t in itertools.takewhile(lambda e: e[0] == "input", segment)).strip()
+            role, asked = _role(text, asked)
+            if role == "request":
+                groups.append([*waiting, *segment])
+                waiting = []
+            elif role == "prepare" or not groups:
+                waiting.extend(segment)
+            else:
+                groups[-1].extend([*waiting, *segment])
+                waiting = []
+        if waiting:
+            if groups:
+                groups[-1].extend(waiting)
+            else:
+                groups.append(waiting)
+        if groups:
+            groups[0][:0] = self.header
+        return groups
+
+    def requests(self, path: Path, carried: Identity) -> Iterator[Trajectory]:
+        """The launch's requests, each with the launch's facts and the repository it shows."""
+        facts = _Facts()
+        shown = Identity()  # what the requests' steps show: edited package folders, a remote ...
+        requests = []
+        for events in self.groups() or [self.header]:  # no request: the header still shows the repository
+            request = _Session(path, facts)
+            for kind, text in events:
+                request.feed(kind, text)
+            request.close()
+            shown.read(request.builder.steps, None)  # aider's paths are relative to the git root
+            if request.inputs:
+                requests.append(request)
+        self.identity = facts.identity()
+        self.identity.merge(shown)
+        repo = self.identity.repo or carried.repo
+        for number, request in enumerate(requests, 1):
+            yield request.build(session_id=f"{self.id}.{number}", parent=self.id, started=self.started, repo=repo)
+        self.header, self.segments = [], []
+
+
+def _role(text: str, asked: str | None) -> tuple[str, str | None]:
+    """Whether an input opens a request, prepares the next one or goes on with the current one;
+    and the question a request command asked (``/ask X`` logs X again: that is no new request)."""
+    first = text.split("\n", 1)[0].strip()
+    if not text or text == "<blank>" or first.startswith("# Fix any errors below") or text == asked:
+        return "continue", None
+    if first.startswith("!"):
+        return "continue", None
+    if first.startswith("/") and len(first) > 1 and first[1].isalpha():
+        word, _, rest = text[1:].partition(" ")
+        name = _resolve(word.split("\n", 1)[0].strip())
+        if name in _REQUESTS:
+            return ("request", rest.strip()) if rest.strip() else ("prepare", None)
+        return ("continue" if name in _WITHIN else "prepare"), None
+    return ("continue" if _GO_ON.match(text) else "request"), None
+
+
+@dataclass
+class _Facts:
+    """What a launch says about itself, shared by its requests: aider's header, the model in use."""
+
+    version: str | None = None
+    cwd: str | None = None
+    model: str | None = None
+    git_repo: str | None = None  # ``.git``, ``../.git``, ``none``: where the repository is from the cwd
+    git_dir: str | None = None  # ``Git working dir:`` (newer aider says it outright)
+    shell: list[str] = field(default_factory=list)  # a published transcript's ``$`` lines
+
+    def git_root(self) -> str | None:
+        if self.git_dir:
+            return self.git_dir
+        if not self.cwd or not self.git_repo or not self.git_repo.endswith(".git"):
+            return None
+        up = self.git_repo[:-len(".git")].rstrip("\\/")
+        paths = ntpath if "\\" in self.cwd or re.match(r"^[A-Za-z]:", self.cwd) else posixpath
+        return paths.normpath(paths.join(self.cwd, up)) if up else self.cwd
+
+    def identity(self) -> Identity:
+        """What the launch's header shows: its git root, the clone it was started in."""
+        identity = Identity()
+        root = self.git_root()
+        identity.git_root(root)
+        identity.folder(self.cwd)
+        folder = None
+        for command in self.shell:  # $ git clone <url> / $ cd <name> / $ aider
+            if command.startswith("cd "):
+                folder = command[3:].strip()
+        for command in self.shell:
+            identity.shell(command, "", folder)
+        return identity
+
+
 @dataclass
 class _Edit:
     """An edit block of a reply, waiting for aider's verdict before it becomes a call + result."""
@@ -223,16 +416,15 @@ class _Shell:
 
 
 class _Session:
-    """One ``# aider chat started at`` session, read event by event."""
+    """One request of a launch, read event by event."""
 
-    def __init__(self, path: Path, started: str | None, number: int | None = None) -> None:
+    def __init__(self, path: Path, facts: _Facts) -> None:
         self.builder = TrajectoryBuilder(source_format=Aider.name, agent=Aider.agent, source_path=str(path))
-        self.builder.set(session_id=f"{started}#{number}" if started and number else started, started_at=started)
         # aider writes the history into the repository root
         self.folder = str(path.parent) if path.name == ".aider.chat.history.md" else None
+        self.facts = facts
         self.inputs = 0
         self.calls = 0
-        self.model: str | None = None
         self.replies: dict[str, int] = {}
         self.block_kind = ""
         self.block: list[str] = []
@@ -307,8 +499,8 @@ class _Session:
         if self.shell is not None and self.shell.kind == "test":
             self.shell.failing = True  # aider sends /test output to the model only when it failed
         self._settle(end_of_turn=True)
-        if self.model:
-            self.replies[self.model] = self.replies.get(self.model, 0) + 1
+        if self.facts.model:
+            self.replies[self.facts.model] = self.replies.get(self.facts.model, 0) + 1
         prose, self.edits, self.fenced = _split_reply(lines)
         if prose.strip():
             self.builder.assistant(prose.strip())
@@ -366,12 +558,19 @@ class _Session:
             self._header(line)
 
     def _header(self, line: str) -> None:
+        facts = self.facts
         if match := _VERSION.match(line):
-            self.builder.set(agent_version=match.group(1))
+            facts.version = facts.version or match.group(1)
         elif match := _MODEL.match(line):
-            self.model = match.group(1)
+            facts.model = match.group(1)
         elif match := _CWD.match(line):
-            self.builder.set(cwd=match.group(1).strip())
+            facts.cwd = facts.cwd or match.group(1).strip()
+        elif match := _GIT_REPO.match(line):
+            facts.git_repo = facts.git_repo or match.group(1)
+        elif match := _GIT_DIR.match(line):
+            facts.git_dir = facts.git_dir or match.group(1).strip()
+        elif match := _SHELL_PREAMBLE.match(line):
+            facts.shell.append(match.group(1).strip())
 
     def _shell_output(self, shell: _Shell, text: str, continuation: bool) -> bool:
         """Collect a shell command's output; True when the line belonged to it."""
@@ -481,17 +680,19 @@ class _Session:
         self.builder.result(call_id=call_id, text="\n".join(output).strip(), exit_code=1)
 
     # -- result ---------------------------------------------------------------------------
-    def build(self) -> Trajectory:
+    def close(self) -> None:
+        """Answer what still waits (the request's events are all read)."""
         self._flush()
         self._settle(end_of_turn=True)
+
+    def build(self, *, session_id: str, parent: str, started: str | None, repo: str | None) -> Trajectory:
+        self.close()
         b = self.builder
-        b.set(cwd=self.folder)
+        b.set(session_id=session_id, parent_session_id=parent, started_at=started,
+              agent_version=self.facts.version, cwd=self.facts.cwd or self.folder, repo=repo)
         if self.replies:
             b.set(model=max(self.replies, key=lambda m: self.replies[m]))
-        b.set(model=self.model)
-        cwd = b.fields.get("cwd")
-        if cwd:
-            b.set(repo=re.split(r"[\\/]", cwd.rstrip("\\/"))[-1] or None)
+        b.set(model=self.facts.model)
         return b.build()
 
 

@@ -45,6 +45,7 @@ from pipeline.ingest.formats._common import (
     text_of,
     unified,
 )
+from pipeline.ingest.identity import resolve_repo
 from pipeline.ingest.reader import Probe, load_json
 from pipeline.ingest.report import FileReport
 from pipeline.trajectory import Outcome, Trajectory, TrajectoryBuilder
@@ -270,6 +271,7 @@ class _Reader:
         self.builder.set(model=model or None)
         if parent:
             self.builder.fields["parent_session_id"] = parent
+        self.builder.set(repo=resolve_repo(self.builder.steps, cwd=self.builder.fields.get("cwd")))
         return self.builder.build()
 
 

@@ -40,6 +40,7 @@ import orjson
 
 from pipeline.ingest.base import TrajectoryFormat
 from pipeline.ingest.formats._common import add_record
+from pipeline.ingest.identity import Identity
 from pipeline.ingest.reader import Checkpoint, Probe, iter_jsonl
 from pipeline.ingest.report import FileReport
 from pipeline.trajectory import Trajectory, TrajectoryBuilder
@@ -234,12 +235,20 @@ class _Transcript:
     def trajectories(self) -> Iterator[Trajectory]:
         abandoned = self.abandoned()
         main = self.sessions.get(_MAIN)
-        # Subagents often work in a subfolder (``todo-app/types``): the repository is the session's.
-        project = main.builder.fields.get("cwd") if main is not None else None
-        for session in sorted(self.sessions.values(), key=lambda s: s.group != _MAIN):
+        for session in self.sessions.values():
             session.prune(abandoned)
+        # Subagents often work in a subfolder (``todo-app/types``): the repository is the session's,
+        # and what any of its agents showed of it (a remote, a manifest) names it for all of them.
+        project = main.builder.fields.get("cwd") if main is not None else None
+        ordered = sorted(self.sessions.values(), key=lambda s: s.group != _MAIN)
+        identity = Identity()
+        for session in ordered:
+            cwd = project or session.builder.fields.get("cwd")
+            identity.folder(cwd)
+            identity.read(session.builder.steps, cwd)
+        for session in ordered:
             if session.builder.steps:
-                yield session.build(project)
+                yield session.build(identity.repo)
 
 
 class _Session:
@@ -420,7 +429,7 @@ class _Session:
         self.builder.steps = kept
         self.step_entries = [e for e in self.step_entries if e not in abandoned]
 
-    def build(self, project_cwd: str | None = None) -> Trajectory:
+    def build(self, repo: str | None = None) -> Trajectory:
         b = self.builder
         for call_id, pending in self.pending_diffs.items():  # edits whose result never came
             diff = _edit_diff(*pending)
@@ -433,9 +442,7 @@ class _Session:
             # A subagent: its own trajectory, linked to the session that started it.
             b.fields["parent_session_id"] = b.fields.get("session_id")
             b.fields["session_id"] = self.group
-        cwd = project_cwd or b.fields.get("cwd")
-        if cwd:
-            b.set(repo=Path(cwd).name or None)
+        b.set(repo=repo)
         return b.build()
 
 

@@ -38,6 +38,7 @@ from pipeline.ingest.formats._common import (
     repo_slug,
     unified,
 )
+from pipeline.ingest.identity import resolve_repo
 from pipeline.ingest.reader import Probe, iter_jsonl
 from pipeline.ingest.report import FileReport
 from pipeline.trajectory import Trajectory, TrajectoryBuilder
@@ -407,7 +408,7 @@ class _Rollout:
             return None
         if self.models:
             b.set(model=self.models.most_common(1)[0][0])
-        b.set(cwd=self.cwd, repo=self.repo or (PurePosixPath(self.cwd).name if self.cwd else None))
+        b.set(cwd=self.cwd, repo=resolve_repo(b.steps, cwd=self.cwd, remote=self.repo))
         stamps = [*self.stamps, *(s.timestamp for s in b.steps if s.timestamp is not None),
                   *(t for t in (parse_time(self.first_stamp), parse_time(self.last_stamp)) if t is not None)]
         if stamps:

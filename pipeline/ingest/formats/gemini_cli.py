@@ -38,6 +38,7 @@ from pipeline.ingest.formats._common import (
     shape_error,
     unified,
 )
+from pipeline.ingest.identity import resolve_repo
 from pipeline.ingest.reader import Probe, iter_jsonl, load_json
 from pipeline.ingest.report import FileReport
 from pipeline.trajectory import Trajectory, TrajectoryBuilder
@@ -187,7 +188,7 @@ class _Chat:
         cwd = _cwd(meta, self.seen_paths, self.result_heads)
         b.set(session_id=meta.get("sessionId") if isinstance(meta.get("sessionId"), str) else None,
               model=self.models.most_common(1)[0][0] if self.models else None, cwd=cwd,
-              repo=PurePosixPath(cwd).name if cwd else None,
+              repo=resolve_repo(b.steps, cwd=cwd),
               started_at=parse_time(meta.get("startTime")), ended_at=parse_time(meta.get("lastUpdated")))
         if meta.get("kind") == "subagent":
             b.set(parent_session_id=path.parent.name)

@@ -17,6 +17,7 @@ from typing import Any
 import orjson
 
 from pipeline.ingest.base import TrajectoryFormat
+from pipeline.ingest.identity import resolve_repo
 from pipeline.ingest.outcome import exit_status_outcome
 from pipeline.ingest.reader import Probe, load_json
 from pipeline.ingest.report import FileReport
@@ -87,6 +88,9 @@ class MiniSweAgent(TrajectoryFormat):
             report.error("the trajectory has no messages")
             return
         builder.outcome = _label(path, instance_id) or exit_status_outcome(_exit_status(info, messages))
+        # /testbed is the harness's folder, not a name: the instance id names the repository
+        builder.fields["repo"] = resolve_repo(builder.steps, cwd=builder.fields.get("cwd"),
+                                              known=builder.fields.get("repo"), folder=False)
         yield builder.build()
 
 

@@ -22,7 +22,7 @@ import os
 import re
 from collections import Counter
 from collections.abc import Iterator
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import Any
 
 from pipeline.ingest import reader
@@ -37,6 +37,7 @@ from pipeline.ingest.formats._common import (
     shape_error,
     unified,
 )
+from pipeline.ingest.identity import resolve_repo
 from pipeline.ingest.reader import Probe, load_json
 from pipeline.ingest.report import FileReport
 from pipeline.trajectory import Trajectory, TrajectoryBuilder
@@ -295,8 +296,8 @@ class _Session:
               parent_session_id=info.get("parentID") if isinstance(info.get("parentID"), str) else None,
               cwd=directory, model=self.models.most_common(1)[0][0] if self.models else None,
               started_at=parse_time(times.get("created")), ended_at=parse_time(times.get("updated")))
-        root = self.root or b.fields.get("cwd")
-        b.set(repo=PurePosixPath(root).name if isinstance(root, str) and root not in ("", "/") else None)
+        # path.root is the project's worktree (its git root), path.cwd where the agent ran
+        b.set(repo=resolve_repo(b.steps, cwd=b.fields.get("cwd"), git_root=self.root))
         b.task = pick_task(self.prompts)
         return b.build()
 

@@ -39,6 +39,7 @@ from pipeline.ingest.formats._common import (
     unified,
     unix_newlines,
 )
+from pipeline.ingest.identity import resolve_repo
 from pipeline.ingest.reader import Probe, iter_jsonl, load_json
 from pipeline.ingest.report import FileReport
 from pipeline.trajectory import Outcome, Trajectory, TrajectoryBuilder
@@ -341,7 +342,10 @@ class _Stream:
     def build(self) -> Trajectory:
         if self.models:
             self.builder.set(model=self.models.most_common(1)[0][0])
-        return self.builder.build()
+        # /workspace is where OpenHands mounts whatever it works on: not a name
+        b = self.builder
+        b.fields["repo"] = resolve_repo(b.steps, cwd=b.fields.get("cwd"), known=b.fields.get("repo"), folder=False)
+        return b.build()
 
 
 def _status(kind: str, content: str, extras: dict[str, Any], event: dict[str, Any]) -> tuple[int | None, bool | None]:

@@ -44,6 +44,7 @@ from pipeline.ingest.formats._common import (
     unified,
     unix_newlines,
 )
+from pipeline.ingest.identity import resolve_repo
 from pipeline.ingest.reader import Probe, load_json
 from pipeline.ingest.report import FileReport
 from pipeline.trajectory import Trajectory, TrajectoryBuilder
@@ -380,8 +381,10 @@ class _Run:
 
     def finish(self) -> None:
         cwd = self.builder.fields.get("cwd")
-        if cwd:  # SWE-bench images check the repository out at /<owner>__<repo>
-            self.builder.set(repo=repo_from_dirname(Path(cwd).name))
+        # SWE-bench images check the repository out at /<owner>__<repo>; other folders are the
+        # harness's (a local path with its slashes turned into "__"), not a name.
+        known = self.builder.fields.get("repo") or (repo_from_dirname(Path(cwd).name) if cwd else None)
+        self.builder.fields["repo"] = resolve_repo(self.builder.steps, cwd=cwd, known=known, folder=False)
         status = as_str(self.info.get("exit_status"))
         has_submit = any(tool == "submit" for tool, _ in self.calls.values())
         if "diff --git" in self.submission and not has_submit:
