@@ -275,6 +275,8 @@ def program(command: str) -> str:
 _RUNNER = re.compile(r"(^|/)(py\.?test|pytest|runtests\.py|tox|nox|jest|vitest|mocha|unittest|rspec|phpunit|"
                      r"test|tests|check|ctest)$")
 _OPTION_WITH_VALUE = re.compile(r"^-[a-zA-Z]$")
+#: Options whose value picks tests by name (pytest ``-k``, jest/vitest ``-t``): part of the selection.
+_SELECTING = ("-k", "-t")
 
 
 def template(command: str) -> str:
@@ -297,10 +299,10 @@ def template(command: str) -> str:
             continue
         previous = words[position - 1] if position else ""
         selector = (after_runner and not word.startswith("-") and
-                    (not _OPTION_WITH_VALUE.match(previous) or previous == "-k"))
+                    (not _OPTION_WITH_VALUE.match(previous) or previous in _SELECTING))
         if selector or (position and _SELECTOR.search(word) and not word.startswith("-")
                         and not _is_script(words, position)):
-            if previous == "-k" and out and out[-1] == "-k":
+            if previous in _SELECTING and out and out[-1] == previous:
                 out.pop()
             if not (out and out[-1] == "<tests>"):
                 out.append("<tests>")

@@ -10,9 +10,9 @@ from __future__ import annotations
 import re
 
 _HUNK = re.compile(r"^@@[^@]*@@\s*(.*)$", re.M)
-_DEFINITION = re.compile(r"^\s*(?:async\s+)?(?:def|class|function|func|fn|interface|type|struct|enum|impl|"
-                         r"(?:export\s+)?(?:default\s+)?(?:async\s+)?function|(?:export\s+)?(?:const|let)\s+(?=\w+\s*=\s*"
-                         r"(?:async\s*)?\())\s*([A-Za-z_$][\w$]*)")
+_DEFINITION = re.compile(r"^\s*(?:export\s+)?(?:default\s+)?(?:async\s+)?(?:def|class|function|func|fn|interface|type|"
+                         r"struct|enum|impl)\s+([A-Za-z_$][\w$]*)|^\s*(?:export\s+)?(?:const|let)\s+([A-Za-z_$][\w$]*)"
+                         r"\s*=\s*(?:async\s*)?\(")
 #: A line worth quoting: more than punctuation, a comment opener or a bare keyword.
 _TRIVIAL = re.compile(r"^[\s\W]*$|^\s*(/\*\*?|\*/?|#|//|import\s+\w+|from\s+\S+\s+import\s+\w+|pass|return|else:|"
                       r"try:|finally:|\}|\)|\]|end|\}\)|\);?)\s*$")
@@ -24,12 +24,12 @@ def symbols(diff: str, path: str = "") -> list[str]:
     for header in _HUNK.findall(diff):
         match = _DEFINITION.match(header)
         if match:
-            names.append(match.group(1))
+            names.append(match.group(1) or match.group(2))
     for line in diff.splitlines():
         if line.startswith(("+", "-")) and not line.startswith(("+++", "---")):
             match = _DEFINITION.match(line[1:])
             if match:
-                names.append(match.group(1))
+                names.append(match.group(1) or match.group(2))
     return list(dict.fromkeys(n for n in names if len(n) > 1))
 
 

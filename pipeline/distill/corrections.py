@@ -33,7 +33,8 @@ _OPENING = re.compile(
     r"mustn'?t)\b|that'?s\s+(wrong|not\s+(right|what))|wrong\b)", re.I)
 _NOT_ACCEPTABLE = re.compile(r"^\W*[\w`'\".()-]+(\s+[\w`'\".()-]+)?\s+(is|are)\s+not\s+(acceptable|allowed|ok|okay)\b",
                              re.I)
-_USE_INSTEAD = re.compile(r"\buse\s+\S+.{0,60}?\b(instead\s+of|not|rather\s+than)\b|\binstead\s+of\s+\S+", re.I)
+_USE_INSTEAD = re.compile(r"\buse\s+\S+[^.;:!?]{0,50}?\b(instead\s+of|not|rather\s+than)\b|\binstead\s+of\s+\S+",
+                          re.I)
 _CODE = re.compile(r"`[^`]+`|\w\(\)|(?<!\w)--?[a-z][\w-]+|\b\w+\.\w+\b|\b[a-z]+_[a-z_]+\b|\b[a-z]+[A-Z]\w*\b|"
                    r"\b[A-Z][a-z]+[A-Z]\w*\b|/\w")
 _WORK = re.compile(r"\b(tests?|mock(s|ing)?|commit(s|ting)?|docs?|document(s|ation)?|comments?|notes?|TODOs?|"
@@ -65,10 +66,17 @@ def first_line(text: str) -> str:
     return ""
 
 
+def _follows_a_request(trajectory: Trajectory) -> bool:
+    """A request that is not the first of its launch (aider: ``<launch>.<k>``, k > 1): its opening
+    message answers what the agent did for the one before."""
+    parent, own = trajectory.parent_session_id, trajectory.session_id or ""
+    return bool(parent) and own.startswith(f"{parent}.") and own.rsplit(".", 1)[-1] not in ("", "1")
+
+
 def corrections(trajectory: Trajectory, analysis: Analysis) -> list[Correction]:
     found: list[Correction] = []
     acted = False
-    continues = bool(trajectory.parent_session_id) and trajectory.agent == "aider"
+    continues = _follows_a_request(trajectory)
     first_user = True
     edits = analysis.edits
     for step in trajectory.steps:

@@ -205,6 +205,8 @@ def _locations(analysis: Analysis, base: dict) -> list[RepoFact]:
     """Files the session looked for or read, then edited: where work in this repository happens."""
     looked: set[str] = set()
     out: dict[str, RepoFact] = {}
+    # A harness that hands the agent its files (aider's /add) has no search: what it edited is where it worked.
+    handed = not any(e.purpose is Purpose.EXPLORE for e in analysis.events)
     for event in analysis.events:
         if event.purpose is Purpose.EXPLORE:
             looked.update(event.paths)
@@ -212,7 +214,8 @@ def _locations(analysis: Analysis, base: dict) -> list[RepoFact]:
                 looked.update(w for w in re.findall(r"[\w./-]+\.\w+", event.command))
         elif event in analysis.edits:
             for path in event.paths:
-                if analysis.is_scratch(path) or path.startswith(("/", "~", "<")) or not _looked_for(path, looked):
+                if analysis.is_scratch(path) or path.startswith(("/", "~", "<")) or not (
+                        handed or _looked_for(path, looked)):
                     continue
                 fact = out.setdefault(path, RepoFact(**base, kind="location", template=path, paths=[path],
                                                      text=""))

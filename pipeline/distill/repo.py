@@ -29,7 +29,7 @@ from pipeline.distill.naming import bounded, clamp_name, repo_label, repo_slug
 from pipeline.ingest.verification import is_test_path
 from pipeline.library.model import Evidence, Item, Pitfall, Skill, SourceRef
 
-#: Served tokens a manual aims to stay under (rendered without provenance and sources, ~4 chars a token).
+#: Served tokens a manual aims to stay under (rendered without provenance and sources).
 TOKEN_BUDGET = 800
 MAX_EVIDENCE = 3
 MAX_SOURCES = 24
@@ -46,9 +46,12 @@ _PROJECT_SETUP = re.compile(r"^(pip3? install (-e|--editable) \S+|pip3? install 
 _INSTRUCTIONS = re.compile(r"(^|/)(CLAUDE|AGENTS|GEMINI|CONVENTIONS|CONTRIBUTING)\.md$|(^|/)\.cursorrules$|"
                            r"(^|/)\.cursor/rules/|(^|/)\.github/copilot-instructions\.md$", re.I)
 _DOC = re.compile(r"\.(md|rst|txt|adoc)$|(^|/)docs?/", re.I)
-_STRONG_CORRECTION = re.compile(r"\b(don'?t|do not|never)\s+(use|mock|modify|call|add|create|produce|import|"
-                                r"paginate|log|replace)\b|\buse\s+\S+.{0,60}?\b(instead|not|rather)\b|"
-                                r"\bmock\b|\bis not acceptable\b", re.I)
+#: A correction that states a convention (which tool, library, helper or pattern to use) holds for the next
+#: task too; "don't log if not self.mp" was about one change.
+_CONVENTION = re.compile(r"\b(don'?t|do not|never)\s+(use|mock|import|call|produce|create)\b|"
+                         r"\buse\s+\S+[^.;:!?]{0,50}?\b(instead|not|rather)\b|\b(instead of )?mock(ing)?\b|"
+                         r"\bis not acceptable\b", re.I)
+_REDIRECT = re.compile(r"^\W*(no\b|don'?t|do not|never|stop)\b", re.I)
 
 
 def repo_skill_name(repo: str) -> str:
@@ -162,9 +165,8 @@ def _command_item(kind: str, shape: str, group: list[RepoFact], replaced: list[R
     def build() -> Item:
         passed = [f for f in group if f.ok]
         example = _scoped_example(passed)
-        tally = f"worked {len(passed)} of {len(group)} runs"
         display = _display_template(shape, example)
-        text = f"{_LABEL[kind]}: `{display}` {_support(passed, tally)}."
+        text = f"{_LABEL[kind]}: `{display}` {_support(passed)}."
         if replaced:  # what did not work in this repository, said where the reader looks for the command
             tried = "` or `".join(list(dict.fromkeys(f.text or "" for f in replaced))[:2])
             symptom = _short(replaced[0].symptom, 90)
@@ -252,10 +254,11 @@ def _corrections(facts: list[RepoFact]) -> list[_Entry]:
         groups[_quote_key(fact.text or "")].append(fact)
     entries = []
     for key, group in groups.items():
-        strong = 0 if _STRONG_CORRECTION.search(group[0].text or "") else 1
-        entries.append(_Entry(group, rank=(strong, -_sessions(group), _negate(_recency(group)), key),
+        quote = group[0].text or ""
+        tier = 0 if _CONVENTION.search(quote) else 1 if _REDIRECT.match(quote) else 2
+        entries.append(_Entry(group, rank=(tier, -_sessions(group), _negate(_recency(group)), key),
                               section="correction", build=lambda group=group: _correction_line(group)))
-    return sorted(entries, key=lambda e: e.rank)[:8]
+    return sorted(entries, key=lambda e: e.rank)[:10]
 
 
 def _quote_key(quote: str) -> str:
@@ -389,7 +392,7 @@ def _description(label: str, sections: dict[str, list[_Entry]], procedure: list)
 def _served_tokens(skill: Skill) -> int:
     from pipeline.library.markdown import served
 
-    return len(served(skill)) // 4
+    return int(len(served(skill)) / 3.3)  # code-heavy text: ~3.3 characters a token (litellm counts so)
 
 
 def _drop_one(sections: dict[str, list[_Entry]]) -> bool:

@@ -142,7 +142,7 @@ _GO_ON = re.compile(r"^(?:(?:yes|yeah|yep|y|ok(?:ay)?|sure|great|good|nice|perfe
 class Aider(TrajectoryFormat):
     name = "aider"
     agent = "aider"
-    description = "Aider chat histories (.aider.chat.history.md: one trajectory per session) and published transcripts"
+    description = "Aider chat histories (.aider.chat.history.md: one trajectory per request) and published transcripts"
     locations = ("<repository>/.aider.chat.history.md",)
     suffixes = (".md",)
     priority = 0
@@ -168,6 +168,7 @@ class Aider(TrajectoryFormat):
             else:
                 launch.feed(kind, text)
         yield from history.requests(launch)
+        yield from history.rest()
 
 
 def _events(path: Path, report: FileReport) -> Iterator[tuple[str, int, str]]:
@@ -241,19 +242,39 @@ class _History:
     Aider writes the history into the repository's root, so every launch in it is of one
     repository: what an earlier launch showed of it (a git root, edited package folders) names
     the later ones that show nothing, and the file's own folder comes last. A launch's own
-    evidence comes first (a history can be shared through ``--chat-history-file``). Each request
-    is named from what was read up to its end, so a history that grows keeps the names it gave.
+    evidence comes first (a history can be shared through ``--chat-history-file``). Launches
+    before the first one that shows the repository take its name too.
     """
 
     def __init__(self, path: Path) -> None:
         self.path = path
+        self.waiting: list[Trajectory] = []
         self.carried = Identity()
         if path.name == ".aider.chat.history.md":  # aider writes the history into the repository root
             self.carried.folder(str(path.parent))
 
     def requests(self, launch: _Launch) -> Iterator[Trajectory]:
-        yield from launch.requests(self.path, self.carried)
+        """The launch's requests; those of early launches that showed no repository wait until one does.
+
+        Every launch in one history ran in one repository, so the first launch that shows it names the
+        earlier ones too (a history read again whole gives them the same name).
+        """
+        found = list(launch.requests(self.path, self.carried))
         self.carried.merge(launch.identity)
+        repo = self.carried.repo
+        if repo is None:
+            self.waiting.extend(found)
+            return
+        for trajectory in self.waiting:
+            trajectory.repo = repo
+        yield from self.waiting
+        self.waiting = []
+        yield from found
+
+    def rest(self) -> Iterator[Trajectory]:
+        """What is still waiting at the end of the file: no launch ever showed the repository."""
+        yield from self.waiting
+        self.waiting = []
 
 
 class _Launch:
