@@ -85,7 +85,7 @@ def _environment(group: list[RepoFact]) -> Skill:
     error = _short(latest.symptom or "", 160)
     repos = sorted({_repo_name(f.repo) for f in group})
     return Skill(
-        name=clamp_name(f"environment-{slug(error, 6)}" or "environment-fix"),
+        name=clamp_name(f"environment-{slug(error, 6) or 'fix'}"),
         title=f"`{error}`",
         description=bounded(f"Use when `{error}` appears running a project's command: `{latest.template}` got "
                             f"the same command past it in {len(repos)} repositories ({', '.join(repos[:4])})."),
