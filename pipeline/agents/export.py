@@ -19,6 +19,7 @@ from typing import Any
 
 from pipeline.errors import UsageError
 from pipeline.library.store import SKILL_FILE, Library, atomic_write
+from pipeline.recall.text import lean
 
 MARKER = ".skillmill-export"
 FOLDERS = {"claude-code": ".claude/skills", "codex": ".agents/skills", "gemini": ".gemini/skills"}
@@ -41,6 +42,8 @@ def _files(folder: Path) -> dict[str, bytes]:
         rel = file.relative_to(folder)
         if file.is_file() and not any(p.startswith(".") or p == "__pycache__" for p in rel.parts):
             out[rel.as_posix()] = file.read_bytes()
+    if SKILL_FILE in out:  # agents get the lean text; provenance stays in the library for review
+        out[SKILL_FILE] = lean(out[SKILL_FILE].decode("utf-8", "replace")).encode("utf-8")
     return out
 
 

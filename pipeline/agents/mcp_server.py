@@ -54,6 +54,7 @@ def build_server() -> Any:
     from pipeline.errors import SkillmillError
     from pipeline.recall import feedback, pack
     from pipeline.recall.brief import skill_body
+    from pipeline.recall.text import lean
 
     server = MCPServer(name="skillmill", instructions=INSTRUCTIONS, version=__version__)
     index = _Index()
@@ -79,7 +80,7 @@ def build_server() -> Any:
             return f"No approved skill called {name!r}. Use recall_skills to find skills by task."
         best = found[0]
         try:
-            text = (Path(best["path"]) / "SKILL.md").read_text(encoding="utf-8")
+            text = lean((Path(best["path"]) / "SKILL.md").read_text(encoding="utf-8"))
         except OSError:
             text = skill_body(best["path"]) or best["description"]
         others = "".join(f"\n(another skill of this name: {f['path']})" for f in found[1:])

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from pipeline.recall.search import Hit
-from pipeline.recall.text import estimate_tokens, strip_provenance
+from pipeline.recall.text import estimate_tokens, lean
 
 DEFAULT_BUDGET = 2000
 _FRONTMATTER = re.compile(r"\A---[ \t]*\r?\n.*?\r?\n---[ \t]*(?:\r?\n|\Z)", re.S)
@@ -57,12 +57,12 @@ def _body_section(hit: Hit, body: str) -> str:
 
 
 def skill_body(path: str) -> str | None:
-    """The SKILL.md body an agent would read, without frontmatter and provenance comments."""
+    """The SKILL.md body an agent would read: no frontmatter, provenance comments or Sources list."""
     try:
         text = (Path(path) / "SKILL.md").read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError):
         return None
-    return strip_provenance(_FRONTMATTER.sub("", text, count=1)).strip()
+    return lean(_FRONTMATTER.sub("", text, count=1)).strip()
 
 
 def pack(query: str, hits: list[Hit], budget: int = DEFAULT_BUDGET,

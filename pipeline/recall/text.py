@@ -48,6 +48,23 @@ def strip_provenance(markdown: str) -> str:
     return _COMMENT.sub("", markdown)
 
 
+_SOURCES = re.compile(r"^## Sources[ \t]*\n(?:(?!## ).*(?:\n|\Z))*", re.M)
+_SKILLMILL_META = re.compile(r"^metadata:[ \t]*(?:\n[ \t]+.*)*\n?", re.M)
+
+
+def lean(markdown: str) -> str:
+    """A SKILL.md as an agent is given it: no evidence comments, no Sources list, no skillmill metadata.
+
+    About a third of a generated skill is provenance, kept for the reviewer; an agent pays for every
+    token it loads. ``name`` and ``description`` stay, so the file is still a valid Agent Skill.
+    """
+    text = _SOURCES.sub("", strip_provenance(markdown))
+    if text.startswith("---") and "generator: \"skillmill\"" in text.split("\n---", 1)[0]:
+        head, sep, body = text[3:].partition("\n---")
+        text = "---" + _SKILLMILL_META.sub("", head).rstrip("\n") + sep + body
+    return text.rstrip("\n") + "\n"
+
+
 # -- facets: what a skill is bound to ----------------------------------------------------------
 #: canonical language -> patterns that name it in a skill's name or description.
 LANGUAGES: dict[str, str] = {
