@@ -162,32 +162,35 @@ def _runner(command: str) -> str:
 
 
 def _preexisting(analysis: Analysis, base: dict) -> list[RepoFact]:
-    """Tests that failed before the first edit and still after the last one; or that a session judged
-    resolved (by a label or the person) ended with."""
+    """Tests that fail whatever the session changed: not the next agent's to chase.
+
+    Either a test failed before the first edit and still after the last one, or -- in a session a
+    label or the person judged resolved -- it failed the same way in two runs with the project's
+    code changed in between (an agent reverting its change to compare shows exactly this).
+    """
     first, last = analysis.first_edit_index, analysis.last_edit_index
     if last < 0:
         return []
-    before: dict[str, Event] = {}
-    after: dict[str, Event] = {}
-    for event in analysis.events:
-        if event.purpose is not Purpose.TEST or event.ok is not False or not _project_command(analysis, event):
-            continue
-        for test in _failed_tests(event):
-            if event.call.index < first:
-                before.setdefault(test, event)
-            elif event.call.index > last:
-                after[test] = event
     t = analysis.trajectory
-    judged_resolved = t.outcome.status == "resolved" and (
+    judged = t.outcome.status == "resolved" and (
         t.outcome.source == "label" or "person" in (t.outcome.evidence or "").lower())
+    edits = [e.call.index for e in analysis.edits]
+    runs: dict[str, list[Event]] = {}
+    for event in analysis.events:
+        if event.purpose is Purpose.TEST and event.ok is False and _project_command(analysis, event):
+            for test in _failed_tests(event):
+                runs.setdefault(test, []).append(event)
     out = []
-    for test, event in sorted(after.items()):
-        earlier = before.get(test)
-        if earlier is None and not judged_resolved:
+    for test, failing in sorted(runs.items()):
+        indexes = [e.call.index for e in failing]
+        if indexes[0] < first and indexes[-1] > last:
+            why = "failed before the change and after it"
+        elif judged and any(a < i < b for a, b in zip(indexes, indexes[1:], strict=False) for i in edits):
+            why = "failed the same way across the session's edits"
+        else:
             continue
-        why = "failed before the change too" if earlier is not None else "the session was resolved with it failing"
-        steps = [*(earlier.steps if earlier else []), *event.steps]
-        out.append(RepoFact(**base, kind="preexisting", template=test, command=clean(event.command or ""),
+        steps = sorted({s for e in (failing[0], failing[-1]) for s in e.steps})
+        out.append(RepoFact(**base, kind="preexisting", template=test, command=clean(failing[-1].command or ""),
                             ok=False, steps=steps, symptom=test, text=why))
     return out
 

@@ -85,7 +85,7 @@ def consolidate(repo: str, facts: Iterable[RepoFact]) -> Skill | None:
     told = {id(f) for e in commands for f in e.facts if f.kind == "replaced"}  # said beside their command
     replaced = _replaced([f for f in by_kind["replaced"] if id(f) not in told])
     environment = _environment(by_kind["fix"])
-    preexisting = _notes_entries(by_kind["preexisting"], _preexisting_line)
+    preexisting = _preexisting(by_kind["preexisting"])
     corrections = _corrections(by_kind["correction"])
     instructions = _instructions(by_kind["location"])
     locations = _locations(by_kind["location"])
@@ -242,10 +242,23 @@ def _notes_entries(facts: list[RepoFact], line: Callable[[list[RepoFact]], str])
     return sorted(entries, key=lambda e: e.rank)[:5]
 
 
-def _preexisting_line(group: list[RepoFact]) -> str:
-    why = group[-1].text or "failed before the change too"
-    return f"- `{group[-1].template}` fails whatever you change: {why}; run it before your change to compare " \
-           f"{_support(group)}.{_comment(group)}"
+def _preexisting(facts: list[RepoFact]) -> list[_Entry]:
+    """One line per test file: its tests that fail whatever you change."""
+    by_file: dict[str, list[RepoFact]] = defaultdict(list)
+    for fact in facts:
+        by_file[fact.template.split("::", 1)[0]].append(fact)
+    entries = [_Entry(group, rank=(-_sessions(group), -len(group), path), section="preexisting",
+                      build=lambda path=path, group=group: _preexisting_line(path, group))
+               for path, group in by_file.items()]
+    return sorted(entries, key=lambda e: e.rank)[:5]
+
+
+def _preexisting_line(path: str, group: list[RepoFact]) -> str:
+    tests = list(dict.fromkeys(f.template.split("::", 1)[-1] for f in group))
+    named = ", ".join(f"`{t}`" for t in tests[:3]) + (f" and {len(tests) - 3} more" if len(tests) > 3 else "")
+    why = group[-1].text or "failed before the change and after it"
+    return f"- `{path}`: {named} fail{'s' if len(tests) == 1 else ''} whatever you change ({why}, " \
+           f"{_support(group)[1:]}.{_comment(group)}"
 
 
 def _corrections(facts: list[RepoFact]) -> list[_Entry]:
