@@ -47,8 +47,8 @@ _INSTRUCTION_RULES: list[tuple[re.Pattern[str], str]] = [
          r"\bto\b"), "tells the agent to send secrets somewhere"),
     # Text that names its reader: "IMPORTANT for every coding assistant reading this", "Note to Claude",
     # "AI agents must", "if you are an AI", "assistant: run ...".
-    (_rx(rf"(?:^|[.!?;:]\s+|\()\W{{0,3}}(?:important|attention|notice|warning|reminder|nb|note)\b[\s:!,-]*(?:for|to)"
-         rf"\s+(?:every|all|any|each|the|you)?\s*(?:{_READER})\b"),
+    (_rx(rf"(?:^|[.!?;:]\s+|\()\W{{0,3}}(?:important|attention|notice|warning|reminder|nb|note)\b[\s:!,-]*"
+         rf"(?:(?:for|to)\s+(?:every|all|any|each|the|you)?|(?:every|all|any|each)\s)\s*(?:{_READER})\b"),
      "addresses AI agents directly (text a person would not write in a procedure)"),
     (_rx(rf"\bnote\s+(?:to|for)\s+(?:the\s+|any\s+|all\s+|every\s+)?(?:{_READER})\b"),
      "addresses AI agents directly (text a person would not write in a procedure)"),
