@@ -150,9 +150,9 @@ def _print_list(lib: Any, found: list[Any], filters: Any) -> None:
     held = sum(1 for i in found if not i.batchable and i.status in ("candidate", "proposed"))
     if flagged or held:
         echo()
-        echo(f"{held} pending skill{'s' if held != 1 else ''} will not be approved in a batch (flagged, or a "
-             "command that is not an ordinary project command): read them (`skillmill review show NAME`) "
-             "and approve or reject them by name.")
+        echo(f"{held} pending skill{'s' if held != 1 else ''} wait{'s' if held == 1 else ''} for a decision by name: "
+             "a risk flag, or a command that is not an ordinary project command")
+        echo("(`skillmill review show NAME` lists the lines; a batch such as `--all` never approves them).")
 
 
 # -- show ---------------------------------------------------------------------------------
@@ -346,9 +346,9 @@ def approve_command(names: tuple[str, ...], who: str | None, repo: str | None, k
     if refused:
         flagged = sum(1 for i in refused if i.flags)
         click.secho(f"refused {len(refused)} skill{'s' if len(refused) != 1 else ''} ({flagged} flagged): a batch "
-                    "approves only skills without risk flags whose every command is an ordinary project command "
-                    "(tests, build, lint, installs of named packages); read these lines, then approve by name "
-                    "(`skillmill review show NAME`, `skillmill review approve NAME`):", fg="red", bold=True)
+                    "approves only skills without risk flags whose every command is an ordinary project command\n"
+                    "(tests, build, lint, installs of named packages). Read these lines, then approve by name "
+                    "(`skillmill review approve NAME`):", fg="red", bold=True)
         for item in refused:
             codes = ", ".join(sorted({f.code for f in item.flags}))
             click.echo(f"  {item.name}" + (f": {codes}" if codes else ""))
