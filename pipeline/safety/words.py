@@ -173,7 +173,6 @@ def is_build_output(target: str) -> bool:
 def persistence_kind(path: str) -> str | None:
     """Why writing PATH reaches beyond the project (it runs later, or lets someone in), or None."""
     p = normal(path)
-    low = p.lower()
     base = posixpath.basename(p.rstrip("/"))
     if re.search(r"(?:^|/)\.ssh(?:/|$)", p):
         return f"writes to ~/.ssh ({path}): an authorized key lets someone log in as you"
@@ -190,11 +189,10 @@ def persistence_kind(path: str) -> str | None:
         return f"installs something that starts on its own ({path})"
     if re.match(r"^/etc/sudoers", p):
         return f"changes who may run commands as root ({path})"
+    if package_config(p):
+        return None  # where packages come from: package_config() reports it as a package source
     if re.match(r"^/(?:etc|usr|bin|sbin|lib|lib64|boot|System|Library)(?:/|$)", p):
         return f"writes to a system file ({path})"
-    if low.endswith(("pip.conf", "pip.ini", ".npmrc", ".yarnrc", ".yarnrc.yml", ".condarc", ".pypirc", "uv.toml",
-                     ".cargo/config", ".cargo/config.toml")) or "/etc/apt/sources.list" in low:
-        return None  # package configuration: see package_config()
     return None
 
 
