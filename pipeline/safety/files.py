@@ -128,7 +128,7 @@ _TEST_CODE = re.compile(r"def\s+test|\btest_\w*|\bit\s*\(|\btest\s*\(|describe\s
                         re.I)
 _SUBSTITUTION = re.compile(r"(?:^|[\s;{}0-9,$/!])s([^\w\s\\])(.*?)(?<!\\)\1(.*?)(?<!\\)\1")
 _DELETE = re.compile(r"/([^/]*)/\s*!?\s*d\b")
-_INSERT = re.compile(r"(?:^|[\d$/])\s*[aic]\\?\s*(.+)")
+_INSERT = re.compile(r"(?:^|[;\n])\s*(?:\d+|\$|/[^/\n]*/)?\s*[aic](?:\\|\s)(.+)", re.S)  # 1i text, $a\ text
 _CONFIG_FILES = ("conftest.py", "pytest.ini", "setup.cfg", "tox.ini", "pyproject.toml", "package.json",
                  "jest.config.js", "jest.config.ts", "vitest.config.ts", "vitest.config.js", ".mocharc", "Cargo.toml")
 

@@ -284,7 +284,7 @@ def _uploaded_files(command: Command) -> list[str]:
             found += plain[:-1]
     elif name in SOCKETS:
         found += [r.target for r in command.redirects if r.reads]
-    return [f for f in found if f]
+    return [f for f in found if f and f not in ("-", ".", "/dev/stdin")]  # stdin: see _reads_stdin_to_network
 
 
 def exfiltration(pipeline: list[Command]) -> Iterator[Finding]:
