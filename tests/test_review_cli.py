@@ -24,6 +24,7 @@ from tests.conftest import ROOT, SAMPLES
 from tests.review_support import DJANGO, build, django_inputs
 
 SITEMAPS = "django-sitemaps-without-items-raise-valueerror-callable"
+SERIALIZATION = "django-serialization-m2m-relation-fails-custom-manager"
 QUERY = "sitemaps without items raise ValueError on callable lastmod"
 
 
@@ -206,9 +207,13 @@ def test_batch_approval_refuses_flagged_skills(tmp_path: Path) -> None:
     usage = CliRunner().invoke(main, ["review", "approve", "--by", "carol", "--library", lib])
     assert usage.exit_code == 2 and "name skills or give a filter" in usage.output
     result = json.loads(cli("review", "approve", "--all", "--by", "carol", "--json", "--library", lib).output)
-    assert [r["name"] for r in result["refused"]] == [SITEMAPS]
-    assert result["refused"][0]["flags"] == ["dangerous-command"]
-    assert {a["name"] for a in result["approved"]} == {s.skill.name for s in library} - {SITEMAPS}
+    refused = {r["name"]: r for r in result["refused"]}
+    # default-deny: the flagged skill, and the unflagged one whose fix is a `sed -i` edit (approved by name)
+    assert set(refused) == {SITEMAPS, SERIALIZATION}
+    assert refused[SITEMAPS]["flags"] == ["dangerous-command"]
+    assert "procedure 2 command: dangerous-command: deletes the whole filesystem (/)" in refused[SITEMAPS]["reasons"]
+    assert refused[SERIALIZATION]["flags"] == [] and "sed -i" in refused[SERIALIZATION]["reasons"][0]
+    assert {a["name"] for a in result["approved"]} == {s.skill.name for s in library} - {SITEMAPS, SERIALIZATION}
     assert library.get(SITEMAPS).skill.status == "candidate"
 
     by_name = cli("review", "approve", SITEMAPS, "--by", "carol", "--library", lib).output

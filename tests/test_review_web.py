@@ -200,13 +200,14 @@ def test_done_when_in_the_browser(tmp_path: Path, page, monkeypatch: pytest.Monk
         assert page.evaluate("document.activeElement.id") == "confirm-flags"
         assert lib.get("working-in-flask").skill.status == "candidate"
 
-        # batch approval from the queue refuses the flagged skill
+        # batch approval from the queue refuses the flagged skill, and the one whose fix is a `sed -i` edit
         page.goto(server.base + "/")
         page.once("dialog", lambda dialog: dialog.accept())
         with page.expect_navigation():
             page.click("#approve-batch")
-        assert "Refused 1 flagged" in page.locator("#flash").inner_text()
-        assert [r.strip() for r in page.locator("td.name > a").all_inner_texts()] == ["working-in-flask"]
+        assert "Refused 2 (1 flagged, 1 with commands" in page.locator("#flash").inner_text()
+        assert [r.strip() for r in page.locator("td.name > a").all_inner_texts()] == [
+            "django-serialization-m2m-relation-fails-custom-manager", "working-in-flask"]
         shot(page, "05-after-batch")
 
         page.click("#nav-log")

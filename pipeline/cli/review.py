@@ -147,10 +147,12 @@ def _print_list(lib: Any, found: list[Any], filters: Any) -> None:
             echo(click.style(f"    ⚠ {flag.code}: {flag.message} ({flag.where})", fg="red", bold=True))
         if item.skill.extra_metadata.get("reopened"):
             echo(click.style(f"    ↺ reopened: {item.skill.extra_metadata['reopened']}", fg="yellow"))
-    if flagged:
+    held = sum(1 for i in found if not i.batchable and i.status in ("candidate", "proposed"))
+    if flagged or held:
         echo()
-        echo("Flagged skills are never approved in a batch: read them (`skillmill review show NAME`) "
-             "and approve or reject them by name.")
+        echo(f"{held} pending skill{'s' if held != 1 else ''} wait{'s' if held == 1 else ''} for a decision by name: "
+             "a risk flag, or a command that is not an ordinary project command")
+        echo("(`skillmill review show NAME` lists the lines; a batch such as `--all` never approves them).")
 
 
 # -- show ---------------------------------------------------------------------------------
@@ -217,6 +219,15 @@ def _print_show(item: Any, excerpts: Any, diff: Any, lines: int) -> None:
             echo(style(f"  {flag.code}", fg="red", bold=True) + f"  {flag.where}: {flag.message}")
             if flag.excerpt:
                 echo(f"      {flag.excerpt}")
+    from pipeline.review.batch import command_refusals
+
+    unflagged = command_refusals(s)
+    if unflagged:
+        echo()
+        echo(style(f"✋ NOT APPROVED IN A BATCH ({len(unflagged)}): these lines are not ordinary project commands; "
+                   "read them, then approve by name", fg="yellow", bold=True))
+        for reason in unflagged:
+            echo(f"  {reason}")
     if s.extra_metadata.get("reopened"):
         echo()
         echo(style(f"↺ Reopened: {s.extra_metadata['reopened']}", fg="yellow"))
@@ -294,12 +305,14 @@ def _print_show(item: Any, excerpts: Any, diff: Any, lines: int) -> None:
 @click.argument("names", nargs=-1)
 @_by_option
 @_filter_options
-@click.option("--all", "everything", is_flag=True, help="Every pending skill without risk flags.")
+@click.option("--all", "everything", is_flag=True,
+              help="Every pending skill without risk flags whose commands are all ordinary project commands.")
 @click.option("--json", "as_json", is_flag=True, help="Print {\"approved\": [...], \"refused\": [...]}.")
 @_library_option
 def approve_command(names: tuple[str, ...], who: str | None, repo: str | None, kinds: tuple[str, ...],
                     min_confidence: float | None, everything: bool, as_json: bool, library: str | None) -> None:
-    """Approve NAMEs, or every pending skill a filter selects (flagged ones are refused).
+    """Approve NAMEs, or every pending skill a filter selects (default-deny: flagged skills, and skills with
+    any command that is not an ordinary project command, are refused and listed with the reasons).
 
     Approved skills move to <library>/NAME/ where agents load them, and become recallable.
     """
@@ -311,7 +324,7 @@ def approve_command(names: tuple[str, ...], who: str | None, repo: str | None, k
                          hint="`review approve NAME...` or `review approve --repo R --kind K --min-confidence C`")
     if not names and not batch_filter:
         raise UsageError("nothing to approve: name skills or give a filter",
-                         hint="e.g. `skillmill review approve NAME --by you`, or `--all` for every unflagged one")
+                         hint="e.g. `skillmill review approve NAME --by you`, or `--all` for every ordinary, unflagged one")
     lib = _open_library(library)
     review = Review(lib, who)
     if names:
@@ -321,7 +334,8 @@ def approve_command(names: tuple[str, ...], who: str | None, repo: str | None, k
         decisions, refused = batch.approved, batch.refused
     if as_json:
         emit_json({"approved": [d.contract() for d in decisions],
-                   "refused": [{"name": i.name, "flags": [f.code for f in i.flags]} for i in refused]})
+                   "refused": [{"name": i.name, "flags": [f.code for f in i.flags], "reasons": i.batch_reasons}
+                               for i in refused]})
         return
     for d in decisions:
         click.echo(f"approved {d.name} v{d.version} (by {review.who}): agents can now recall it")
@@ -330,10 +344,16 @@ def approve_command(names: tuple[str, ...], who: str | None, repo: str | None, k
     if not names and not decisions and not refused:
         click.echo("nothing pending matches these filters")
     if refused:
-        click.secho(f"refused {len(refused)} flagged skill{'s' if len(refused) != 1 else ''} "
-                    "(a batch never approves flagged skills; read them and approve by name):", fg="red", bold=True)
+        flagged = sum(1 for i in refused if i.flags)
+        click.secho(f"refused {len(refused)} skill{'s' if len(refused) != 1 else ''} ({flagged} flagged): a batch "
+                    "approves only skills without risk flags whose every command is an ordinary project command\n"
+                    "(tests, build, lint, installs of named packages). Read these lines, then approve by name "
+                    "(`skillmill review approve NAME`):", fg="red", bold=True)
         for item in refused:
-            click.echo(f"  {item.name}: {', '.join(sorted({f.code for f in item.flags}))}")
+            codes = ", ".join(sorted({f.code for f in item.flags}))
+            click.echo(f"  {item.name}" + (f": {codes}" if codes else ""))
+            for reason in item.batch_reasons:
+                click.echo(f"      {reason}")
 
 
 @command.command("reject")

@@ -1,45 +1,73 @@
-"""Risk flags for the reviewer: commands in a skill that can do damage if an agent runs them.
+"""Risk flags written into skills: ``metadata.flags``, from the one rule set in ``pipeline.safety``.
 
 Whatever distilled the skill (a model or the zero-LLM distiller), its commands came from a
-session and are about to be handed to other agents. The flags do not block anything; they
-are written into the skill as ``metadata.flags`` (comma-separated, sorted), where review
-(``skillmill review list --flagged``) shows them and batch approval refuses them.
-
-Kinds: ``curl-pipe-shell`` (a download piped into a shell), ``rm-rf`` (recursive forced
-delete), ``credential-access`` (reading keys, tokens, password stores), ``force-push``,
-``secret-placeholder`` (a redacted secret that the step depends on).
+session and are about to be handed to other agents. The flags do not block anything here;
+they are written into the skill as ``metadata.flags`` (rule ids, comma-separated, sorted:
+``curl-pipe-shell``, ``exfiltration``, ``persistence`` ... see ``pipeline.safety.findings``),
+where review (``skillmill review list --flagged``) shows them and batch approval refuses them.
+Review reads the same rules through ``findings`` below, so the two never disagree.
 """
 
 from __future__ import annotations
 
-import re
+from collections.abc import Iterator
+from dataclasses import dataclass
 
 from pipeline.library.model import Skill
+from pipeline.safety.findings import Finding
+from pipeline.safety.prose import scan_command_text, scan_text
+from pipeline.safety.rules import scan_commands
 
 FLAGS_KEY = "flags"
 
-_RULES: dict[str, re.Pattern[str]] = {
-    "curl-pipe-shell": re.compile(
-        r"\b(curl|wget|fetch|iwr|Invoke-WebRequest)\b[^\n|;]*\|\s*(sudo\s+(-\S+\s+)*)?(ba|z|da|k)?sh\b|"
-        r"\b(ba|z)?sh\s+(-c\s+)?[\"']?\$\((curl|wget)\b|\b(ba|z)?sh\s+<\(\s*(curl|wget)\b|"
-        r"\b(curl|wget)\b[^\n|;]*\|\s*(sudo\s+)?python3?\b|\biex\s*\(.*DownloadString", re.I),
-    "rm-rf": re.compile(
-        r"\brm\s+(-[a-zA-Z]*[rR][a-zA-Z]*f[a-zA-Z]*|-[a-zA-Z]*f[a-zA-Z]*[rR][a-zA-Z]*|(-[rR]|--recursive)\s+"
-        r"(-f|--force)|(-f|--force)\s+(-[rR]|--recursive))\b|\bRemove-Item\b[^\n]*-Recurse[^\n]*-Force", re.I),
-    "credential-access": re.compile(
-        r"\.ssh/(id_[a-z0-9]+|authorized_keys)|\.aws/credentials|\.netrc\b|\.npmrc\b|\.pypirc\b|"
-        r"\.docker/config\.json|\.git-credentials|\.kube/config|\.config/gh/hosts\.yml|"
-        r"\b(cat|less|more|head|tail|source|grep|cp|scp)\s+[^\n|;]*\.env(\.\w+)?\b|"
-        r"\bprintenv\b|^\s*env\s*$|\bsecurity\s+find-(generic|internet)-password|\bgh\s+auth\s+token\b|"
-        r"\bgcloud\s+auth\s+print-(access|identity)-token|\baws\s+configure\s+get\b|"
-        r"\b(echo|printf)\s+[^\n]*\$\{?\w*(API_KEY|TOKEN|SECRET|PASSWORD)\w*", re.I | re.M),
-    "force-push": re.compile(r"\bgit\s+push\b[^\n;&|]*(\s-f\b|\s--force\b|\s--force-with-lease\b|\s\+[\w./-]+)"),
-    "secret-placeholder": re.compile(r"\[REDACTED:[\w.-]+\]"),
-}
+
+@dataclass(frozen=True)
+class Place:
+    """One text of a skill: where it is ("procedure 2 command"), the text, and whether it is a command line."""
+
+    where: str
+    text: str
+    command: bool
 
 
-def risks(text: str) -> set[str]:
-    return {kind for kind, rule in _RULES.items() if rule.search(text or "")}
+def places(skill: Skill) -> Iterator[Place]:
+    """Every text of the skill an agent reads, in reading order."""
+    yield Place("name", skill.name, False)
+    yield Place("description", skill.description, False)
+    yield Place("title", skill.title, False)
+    for number, item in enumerate(skill.procedure, 1):
+        yield Place(f"procedure {number}", item.text, False)
+        if item.command:
+            yield Place(f"procedure {number} command", item.command, True)
+    for number, pitfall in enumerate(skill.pitfalls, 1):
+        yield Place(f"pitfall {number}", " ".join(filter(None, [pitfall.symptom, pitfall.cause, pitfall.fix])), False)
+        if pitfall.command:
+            yield Place(f"pitfall {number} command", pitfall.command, True)
+    for number, item in enumerate(skill.verification, 1):
+        yield Place(f"verification {number}", item.text, False)
+        if item.command:
+            yield Place(f"verification {number} command", item.command, True)
+    if skill.notes:
+        yield Place("notes", skill.notes, False)
+
+
+def findings(skill: Skill) -> list[tuple[str, Finding]]:
+    """(where, finding) for every risk in the skill's text, in reading order.
+
+    Command lines are read together, so a download in one step and its run in a later one count.
+    """
+    texts = [p for p in places(skill) if p.text]
+    commands = [p for p in texts if p.command]
+    across = dict(zip((p.where for p in commands), scan_commands([p.text for p in commands]), strict=True))
+    found: list[tuple[str, Finding]] = []
+    for place in texts:
+        if place.command:
+            own = scan_command_text(place.text)
+            found += [(place.where, f) for f in own]
+            found += [(place.where, f) for f in across[place.where] if f not in own]
+        else:
+            found += [(place.where, f) for f in scan_text(place.text)]
+    return found
 
 
 def skill_text(skill: Skill) -> list[str]:
@@ -52,10 +80,8 @@ def skill_text(skill: Skill) -> list[str]:
 
 
 def flags(skill: Skill) -> list[str]:
-    found: set[str] = set()
-    for text in skill_text(skill):
-        found |= risks(text)
-    return sorted(found)
+    """The rule ids the skill's text breaks, sorted (what ``metadata.flags`` holds)."""
+    return sorted({f.rule for _, f in findings(skill)})
 
 
 def flag(skill: Skill) -> Skill:

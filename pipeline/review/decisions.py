@@ -56,7 +56,7 @@ class Decision:
 @dataclass
 class Batch:
     approved: list[Decision] = field(default_factory=list)
-    refused: list[ReviewItem] = field(default_factory=list)  # flagged: approve them by name after reading
+    refused: list[ReviewItem] = field(default_factory=list)  # flagged or not ordinary: approve them by name
 
 
 def reviewer(who: str | None) -> str:
@@ -122,11 +122,13 @@ class Review:
         return decisions
 
     def approve_matching(self, filters: Filters) -> Batch:
-        """Approve every pending item the filters select, except flagged ones (refused, listed)."""
+        """Approve every pending item the filters select that may join a batch: no risk flag, and
+        every command an ordinary project command (default-deny). The others are refused, with
+        their reasons (``ReviewItem.batch_reasons``), for a person to approve by name."""
         batch = Batch()
         with self.library.lock():
             for item in items(self.library, Filters(filters.repo, filters.kinds, filters.min_confidence, False)):
-                if item.flags:
+                if not item.batchable:
                     batch.refused.append(item)
                 else:
                     batch.approved.append(self._approve(item))

@@ -19,6 +19,7 @@ from pipeline.library.history import REVIEW_KEYS
 from pipeline.library.memory import REOPENED, REVIEWED
 from pipeline.library.model import MAX_NAME, NAME_PATTERN, Skill
 from pipeline.library.store import file_key
+from pipeline.review.batch import batch_refusals
 from pipeline.review.flags import Flag, flag_codes, risk_flags
 
 PENDING = ("proposed", "candidate")
@@ -38,6 +39,18 @@ class ReviewItem:
     status: str  # candidate | proposed | approved | rejected | deprecated
     flags: list[Flag] = field(default_factory=list)
     base: StoredSkill | None = None  # for a proposed change: the skill it would replace
+    refusals: list[str] | None = None  # why a batch may not approve it (None: not computed yet)
+
+    @property
+    def batch_reasons(self) -> list[str]:
+        """Why a batch approval refuses this skill (empty: it is flag-free and every command is ordinary)."""
+        if self.refusals is None:
+            self.refusals = batch_refusals(self.skill, self.flags)
+        return self.refusals
+
+    @property
+    def batchable(self) -> bool:
+        return not self.batch_reasons
 
     @property
     def skill(self) -> Skill:
@@ -60,6 +73,7 @@ class ReviewItem:
             "sources": len(s.sources), "title": s.title, "description": s.description,
             "path": str(self.stored.path), "reopened": s.extra_metadata.get(REOPENED),
             "reviewed": s.extra_metadata.get(REVIEWED),
+            "batchable": self.batchable, "batch_reasons": self.batch_reasons,
             "updates": ({"version": self.base.skill.version, "status": self.base.skill.status}
                         if self.base else None),
         }
@@ -103,8 +117,8 @@ def repo_matches(wanted: str, repo: str | None) -> bool:
     return wanted in (repo, repo.rsplit("/", 1)[-1])
 
 
-#: Flags by skill file state: the queue is recomputed on every page, the files rarely change.
-_FLAGS: dict[tuple[str, int, int, int], list[Flag]] = {}
+#: Flags and batch refusals by skill file state: the queue is recomputed on every page, the files rarely change.
+_FLAGS: dict[tuple[str, int, int, int], tuple[list[Flag], list[str]]] = {}
 
 
 def _item(stored: StoredSkill, status: str, base: StoredSkill | None = None) -> ReviewItem:
@@ -115,8 +129,10 @@ def _item(stored: StoredSkill, status: str, base: StoredSkill | None = None) -> 
     if key not in _FLAGS:
         if len(_FLAGS) > 8192:
             _FLAGS.clear()
-        _FLAGS[key] = risk_flags(stored.skill)
-    return ReviewItem(stored, status, list(_FLAGS[key]), base)
+        flags = risk_flags(stored.skill)
+        _FLAGS[key] = (flags, batch_refusals(stored.skill, flags))
+    flags, refusals = _FLAGS[key]
+    return ReviewItem(stored, status, list(flags), base, list(refusals))
 
 
 def items(library: Library, filters: Filters | None = None,

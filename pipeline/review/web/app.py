@@ -21,6 +21,7 @@ from jinja2 import Environment, FileSystemLoader, select_autoescape
 from pipeline.errors import SkillmillError
 from pipeline.library import Library
 from pipeline.review import evidence
+from pipeline.review.batch import command_refusals
 from pipeline.review.decisions import Review, reviewer, validate_edit
 from pipeline.review.publish import BackgroundPublisher
 from pipeline.review.queue import (
@@ -133,7 +134,7 @@ def create_app(library: Library, *, token: str, who: str, cookie: str = "skillmi
         repos = sorted({i.skill.repo for i in everything if i.skill.repo})
         return render("list.html", request, items=found, repos=repos, kinds=KINDS, filters=filters,
                       params=request.query_params, flagged=sum(1 for i in found if i.flags),
-                      approvable=sum(1 for i in found if not i.flags and i.status in PENDING))
+                      approvable=sum(1 for i in found if i.batchable and i.status in PENDING))
 
     @app.get("/skill/{name}", response_class=HTMLResponse)
     def skill_page(name: str, request: Request) -> HTMLResponse:
@@ -152,6 +153,7 @@ def create_app(library: Library, *, token: str, who: str, cookie: str = "skillmi
         previous, following = neighbours(order, name)
         position = order.index(name) + 1 if name in order else None
         return render("skill.html", request, status=status, error=error, item=item, skill=item.skill,
+                      held=command_refusals(item.skill),
                       excerpts=excerpts_for(item), diff=diff_for(library, item), previous=previous,
                       following=following, position=position, total=len(order),
                       order=[(i.name, bool(i.flags)) for i in queued],
@@ -259,7 +261,9 @@ def create_app(library: Library, *, token: str, who: str, cookie: str = "skillmi
             return render("denied.html", request, status=400, error=exc.message)
         message = f"Approved {len(batch.approved)}."
         if batch.refused:
-            message += f" Refused {len(batch.refused)} flagged: read and approve them one by one."
+            flagged = sum(1 for i in batch.refused if i.flags)
+            message += (f" Refused {len(batch.refused)} ({flagged} flagged, {len(batch.refused) - flagged} with commands "
+                        "that are not ordinary project commands): read and approve them one by one.")
         query = _query(form)
         return RedirectResponse(f"/?{query + '&' if query else ''}{urlencode({'msg': message})}", status_code=303)
 

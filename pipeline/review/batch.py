@@ -1,0 +1,44 @@
+"""Default-deny batch approval: which skills a batch (``review approve --all``, the page's bulk
+button) may approve, and why the others wait to be approved by name.
+
+A skill joins a batch only when it has no risk flag and every command in it -- procedure,
+pitfall and verification commands, and command lines in backticks in its prose -- is an
+ordinary project command (``pipeline.safety.ordinary``: the repository's tests, build and lint,
+its own files, read-only looks, installs of named packages from the default index). Anything
+else is approved by name, after the reviewer has read the lines listed here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from pipeline.distill.risk import places
+from pipeline.library.model import Skill
+from pipeline.review.flags import Flag
+from pipeline.safety.ordinary import looks_like_command, why_not_ordinary
+from pipeline.safety.prose import code_spans
+
+
+def batch_refusals(skill: Skill, flags: Sequence[Flag]) -> list[str]:
+    """Why SKILL may not be approved in a batch (empty: it may), each reason with where it is."""
+    return list(dict.fromkeys([f"{f.where}: {f.code}: {f.message}" for f in flags] + command_refusals(skill)))
+
+
+def command_refusals(skill: Skill) -> list[str]:
+    """The lines of SKILL that are not ordinary project commands, each with where it is and why."""
+    reasons: dict[str, str] = {}  # why -> where it is first
+    for place in places(skill):
+        if not place.text:
+            continue
+        if place.command:
+            lines = [place.text]
+        else:
+            lines = [span for span in code_spans(place.text) if looks_like_command(span)]
+        for line in lines:
+            for why in why_not_ordinary(line):
+                reasons.setdefault(why, place.where)
+    return [f"{where}: not an ordinary project command: {why}" for why, where in reasons.items()]
+
+
+def batchable(skill: Skill, flags: Sequence[Flag]) -> bool:
+    return not batch_refusals(skill, flags)

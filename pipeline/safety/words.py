@@ -1,0 +1,251 @@
+"""What the rules know about programs and paths: which download, which run code, which paths matter."""
+
+from __future__ import annotations
+
+import posixpath
+import re
+from urllib.parse import urlsplit
+
+from pipeline.safety.shell import SHELLS, Command, parse
+
+DOWNLOADERS = {"curl", "wget", "fetch", "http", "https", "xh", "curlie", "aria2c", "lwp-request", "lwp-download",
+               "GET", "iwr", "irm", "Invoke-WebRequest", "Invoke-RestMethod"}
+SOCKETS = {"nc", "ncat", "netcat", "socat", "telnet"}
+INTERPRETERS = {"perl", "ruby", "node", "nodejs", "php", "deno", "bun", "lua", "Rscript", "osascript", "pwsh",
+                "powershell", "iex", "tclsh", "jshell"}
+_PYTHON = re.compile(r"^(?:python|pypy)(?:[23](?:\.\d+)?)?$|^py$")
+#: Readers of a file's contents (what `cat .env | curl ...` sends).
+READERS = {"cat", "tac", "less", "more", "head", "tail", "base64", "xxd", "od", "strings", "gzip", "zip", "tar",
+           "bzip2", "xz", "openssl", "gpg", "jq", "sed", "awk", "grep", "rg", "cut", "sort"}
+ENV_DUMPS = {"env", "printenv", "set", "export", "declare", "typeset", "compgen"}
+SECRET_NAME = re.compile(r"TOKEN|SECRET|PASSWORD|PASSWD|API_?KEY|PRIVATE_KEY|ACCESS_KEY|CREDENTIAL|AUTH", re.I)
+SECRET_VAR = re.compile(r"\$\{?(\w*(?:TOKEN|SECRET|PASSWORD|PASSWD|API_?KEY|APIKEY|PRIVATE_KEY|ACCESS_KEY|"
+                        r"CREDENTIALS?)\w*)\}?", re.I)
+
+#: Files that hold credentials: reading them, or sending them, leaks a key.
+CREDENTIAL_PATH = re.compile(
+    r"(?:^|/|~)\.ssh(?:/|$)|\bid_(?:rsa|ed25519|ecdsa|dsa)\b|\.aws/(?:credentials|config)\b|(?:^|/)\.netrc\b"
+    r"|/etc/(?:shadow|gshadow|sudoers)\b|\.docker/config\.json|\.kube/config|\.git-credentials|(?:^|/)\.pypirc\b"
+    r"|(?:^|/)\.npmrc\b|\.config/gh/hosts\.yml|\.gnupg(?:/|$)|\.password-store|(?:^|/)\.env(?:\.[\w.-]+)?$"
+    r"|/proc/(?:self|\d+|\*)/environ|\.config/gcloud|\.azure/|\.vault-token", re.I)
+
+_HOME = re.compile(r"^(?:~[\w.-]*|\$\{?HOME\}?|/home/[^/]+|/Users/[^/]+|/root)/?(?:\*|\.\*?)?/?$")
+_ROOT = re.compile(r"^/+(?:\*|\.\*?|\.\.?)?/?$")
+_SYSTEM = re.compile(r"^/(?:bin|boot|dev|etc|home|lib|lib32|lib64|opt|proc|root|run|sbin|srv|sys|usr|var|"
+                     r"Users|System|Library|Applications|private|mnt|media|snap)(?:/\*?)?/?$")
+_HERE = re.compile(r"^(?:\.?/?\*|\./?|\.\*|\.\./?.*|\.\.)$")
+
+#: Folders a build or a test run makes again: deleting them is ordinary, not destruction.
+BUILD_DIRS = {"build", "dist", "target", "node_modules", "__pycache__", ".pytest_cache", ".mypy_cache",
+              ".ruff_cache", ".tox", ".nox", ".eggs", ".hypothesis", "htmlcov", ".coverage", "coverage",
+              ".next", ".nuxt", ".turbo", ".parcel-cache", ".expo", "_build", ".gradle", "pip-wheel-metadata",
+              ".cache", ".angular", ".svelte-kit", "out-tsc", "cmake-build-debug", "cmake-build-release"}
+
+_RC_FILES = {".bashrc", ".bash_profile", ".bash_login", ".bash_logout", ".profile", ".zshrc", ".zprofile", ".zshenv",
+             ".zlogin", ".zlogout", ".cshrc", ".tcshrc", ".kshrc", ".mkshrc", ".xprofile", ".xinitrc", ".xsession",
+             ".inputrc", "config.fish", ".envrc", ".pam_environment"}
+_RC_SYSTEM = re.compile(r"^/etc/(?:profile|profile\.d/|bash\.bashrc|bashrc|zsh|environment|zshenv|zprofile)")
+TEST_PATH = re.compile(
+    r"(?:^|/)(?:tests?|testing|__tests__|spec|specs|e2e)(?:/|$)|(?:^|/)(?:test_[^/]*|[^/]*_tests?\.\w+|tests\.py"
+    r"|conftest\.py|[^/]*\.(?:test|spec)\.[cm]?[jt]sx?|[^/]*_test\.go|[^/]*Tests?\.(?:java|kt|cs)|[^/]*_spec\.rb"
+    r"|pytest\.ini|tox\.ini|jest\.config\.[cm]?[jt]s|vitest\.config\.[cm]?[jt]s)$", re.I)
+
+
+def is_python(name: str) -> bool:
+    return bool(_PYTHON.match(name))
+
+
+def is_shell(name: str) -> bool:
+    return name in SHELLS
+
+
+def runs_code(name: str) -> bool:
+    """A program whose input or argument is a program: shells, interpreters, eval, source."""
+    return is_shell(name) or is_python(name) or name in INTERPRETERS or name in ("eval", "source", ".", "exec")
+
+
+def downloads(command: Command) -> bool:
+    name = command.program
+    if name in DOWNLOADERS:
+        return True
+    if name == "git" and command.args[:1] == ["clone"]:
+        return False
+    if (is_python(name) or name in INTERPRETERS) and (code := inline_code(command)) is not None:
+        return bool(NETWORK_CODE.search(code))
+    return name in SOCKETS and not any(a in ("-l", "-lp", "-lvp", "-lnvp") for a in command.args)
+
+
+def inline_code(command: Command) -> str | None:
+    """The program text given with ``python -c``, ``node -e``, ``perl -e`` ... (None if there is none)."""
+    args = command.args
+    for n, arg in enumerate(args):
+        if arg in ("-c", "-e", "--eval", "-E", "-p", "--print", "-r") or (
+                arg.startswith("-") and not arg.startswith("--") and arg[-1:] in "ce" and len(arg) <= 4
+                and not is_python(command.program)):
+            return args[n + 1] if n + 1 < len(args) else ""
+        if arg.startswith("-c") and len(arg) > 2 and is_python(command.program):
+            return arg[2:]
+        if not arg.startswith("-"):
+            return None
+    return None
+
+
+NETWORK_CODE = re.compile(
+    r"urllib|urlopen|urlretrieve|\brequests\.(?:get|post|put|request|Session)|http\.client|httpx|aiohttp|\bsocket\b"
+    r"|ftplib|smtplib|\bfetch\s*\(|https?\.(?:get|request)|\bnet\.connect|axios|XMLHttpRequest|LWP::|HTTP::Tiny"
+    r"|IO::Socket|Net::HTTP|open-uri|TCPSocket|Invoke-WebRequest|Net\.WebClient|DownloadString|curl|wget", re.I)
+ENV_CODE = re.compile(r"os\.environ|getenv|\benviron\b|process\.env|%ENV|\$ENV\{|\bENV\[|Env:|printenv", re.I)
+FILE_CODE = re.compile(r"\bopen\s*\(|read_text|read_bytes|readFileSync|readFile\s*\(|File\.read|slurp|glob\.|"
+                       r"os\.walk|os\.listdir|\.ssh|\.aws|\.env\b|id_rsa", re.I)
+EXEC_CODE = re.compile(r"\bexec\s*\(|\beval\s*\(|subprocess|os\.system|os\.popen|child_process|\bsystem\s*\(|"
+                       r"Function\s*\(|compile\s*\(|__import__|IEX\b|Invoke-Expression", re.I)
+
+
+def url_host(text: str) -> str | None:
+    """The host of the first URL in TEXT (``evil.example``), or None."""
+    match = re.search(r"\b(?:https?|ftp|wss?|git|ssh)://[^\s'\"`]+", text)
+    if match:
+        try:
+            return urlsplit(match.group(0)).hostname or None
+        except ValueError:
+            return None
+    return None
+
+
+def command_host(command: Command) -> str | None:
+    for arg in command.args:
+        if host := url_host(arg):
+            return host
+    if command.program in SOCKETS:
+        plain = [a for a in command.args if not a.startswith("-")]
+        return plain[0] if plain else None
+    for arg in command.args:  # curl example.com/x
+        if re.match(r"^[\w-]+(?:\.[\w-]+)+(?::\d+)?(?:/\S*)?$", arg) and not arg.endswith((".json", ".txt", ".py")):
+            return arg.split("/", 1)[0].split(":", 1)[0]
+    return None
+
+
+def is_local_host(host: str | None) -> bool:
+    if not host:
+        return False
+    host = host.strip("[]").lower()
+    return (host in ("localhost", "127.0.0.1", "0.0.0.0", "::1", "host.docker.internal")
+            or host.endswith(".localhost") or host.startswith("127."))
+
+
+def normal(path: str) -> str:
+    """A path as written, with its quotes gone and ``$HOME``/``${HOME}`` spelled ``~``."""
+    path = path.strip()
+    path = re.sub(r"^\$\{?HOME\}?(?=/|$)", "~", path)
+    return path
+
+
+def deletion_scope(target: str) -> str | None:
+    """What deleting TARGET recursively destroys, when it is more than a project folder."""
+    path = normal(target)
+    if path.startswith("--no-preserve-root"):
+        return "the whole filesystem"
+    if _ROOT.match(path):
+        return "the whole filesystem (/)"
+    if _HOME.match(path):
+        return f"your home folder ({target})"
+    if _SYSTEM.match(path):
+        return f"a system folder ({target})"
+    if _HERE.match(path):
+        if path.rstrip("/") == "..":
+            return "the parent folder (..)"
+        if path.startswith(".."):
+            return f"a folder outside the project ({target})"
+        return f"everything in the current folder ({target})"
+    return None
+
+
+def is_build_output(target: str) -> bool:
+    """``build/``, ``./dist``, ``docs/_build``, ``*.egg-info``: regenerated by the next build."""
+    path = normal(target).rstrip("/")
+    if not path or path.startswith(("/", "~", "$", "-")) or ".." in path.split("/"):
+        return False
+    path = path.removeprefix("./")
+    last = posixpath.basename(path.rstrip("/*") or path)
+    return last in BUILD_DIRS or last.endswith(".egg-info") or (last == "*" and posixpath.dirname(path) in BUILD_DIRS)
+
+
+def persistence_kind(path: str) -> str | None:
+    """Why writing PATH reaches beyond the project (it runs later, or lets someone in), or None."""
+    p = normal(path)
+    base = posixpath.basename(p.rstrip("/"))
+    if re.search(r"(?:^|/)\.ssh(?:/|$)", p):
+        return f"writes to ~/.ssh ({path}): an authorized key lets someone log in as you"
+    if base in _RC_FILES and (p.startswith(("~", "/")) or "/" not in p) or _RC_SYSTEM.match(p):
+        return f"changes a shell startup file ({path}): it runs in every new shell"
+    if re.search(r"(?:^|/)\.git/hooks(?:/|$)", p):
+        return f"installs a git hook ({path}): it runs on every commit"
+    if base in (".gitconfig",) or re.search(r"\.config/git/config$|^/etc/gitconfig$", p):
+        return f"changes the global git configuration ({path})"
+    if re.match(r"^/etc/cron|^/var/spool/cron", p):
+        return f"installs a cron job ({path})"
+    if re.search(r"\.config/(?:autostart|systemd)|/etc/systemd|LaunchAgents|LaunchDaemons|/etc/init\.d|/etc/rc\.local"
+                 r"|\.config/fish/conf\.d", p):
+        return f"installs something that starts on its own ({path})"
+    if re.match(r"^/etc/sudoers", p):
+        return f"changes who may run commands as root ({path})"
+    if package_config(p):
+        return None  # where packages come from: package_config() reports it as a package source
+    if re.match(r"^/(?:etc|usr|bin|sbin|lib|lib64|boot|System|Library)(?:/|$)", p):
+        return f"writes to a system file ({path})"
+    return None
+
+
+def package_config(path: str) -> bool:
+    low = normal(path).lower()
+    return low.endswith(("pip.conf", "pip.ini", ".npmrc", ".yarnrc", ".yarnrc.yml", ".condarc", "uv.toml",
+                         ".cargo/config", ".cargo/config.toml", ".gemrc")) or "/etc/apt/sources.list" in low \
+        or "/etc/apt/keyrings" in low or "/etc/apt/trusted.gpg" in low
+
+
+def is_test_path(path: str) -> bool:
+    return bool(TEST_PATH.search(normal(path)))
+
+
+#: Programs that make a span in backticks a command line (``pytest -q``) rather than a name (``setup.py``).
+KNOWN_PROGRAMS = {
+    "pytest", "py.test", "tox", "nox", "pip", "pip3", "pipx", "uv", "uvx", "poetry", "pdm", "hatch", "pipenv", "rye",
+    "conda", "mamba", "npm", "npx", "yarn", "pnpm", "pnpx", "bun", "bunx", "node", "deno", "tsc", "eslint", "prettier",
+    "jest", "vitest", "mocha", "cargo", "rustc", "rustup", "go", "gofmt", "make", "gmake", "cmake", "ctest", "ninja",
+    "meson", "mvn", "gradle", "javac", "java", "dotnet", "gcc", "g++", "clang", "ruby", "gem", "bundle", "rake",
+    "perl", "php", "composer", "git", "gh", "curl", "wget", "ssh", "scp", "rsync", "sftp", "nc", "ncat", "netcat",
+    "socat", "telnet", "bash", "sh", "zsh", "dash", "ksh", "fish", "eval", "exec", "source", "sudo", "doas", "su",
+    "env", "printenv", "unset", "echo", "printf", "cat", "tac", "less", "more", "head", "tail", "wc", "grep", "egrep",
+    "fgrep", "rg", "ag", "ack", "find", "fd", "ls", "tree", "pwd", "cd", "mkdir", "rmdir", "rm", "mv", "cp", "ln",
+    "touch", "chmod", "chown", "chgrp", "sed", "awk", "gawk", "tr", "cut", "sort", "uniq", "xargs", "tee", "diff",
+    "patch", "tar", "zip", "unzip", "gzip", "gunzip", "base64", "xxd", "dd", "mkfs", "kill", "pkill", "killall", "ps",
+    "lsof", "jq", "docker", "docker-compose", "podman", "kubectl", "helm", "terraform", "aws", "gcloud", "az",
+    "crontab", "systemctl", "launchctl", "apt", "apt-get", "apt-key", "add-apt-repository", "dpkg", "yum", "dnf",
+    "apk", "brew", "snap", "ruff", "black", "isort", "flake8", "mypy", "pyright", "pylint", "bandit", "pre-commit",
+    "coverage", "sphinx-build", "mkdocs", "django-admin", "flask", "uvicorn", "gunicorn", "alembic", "psql", "mysql",
+    "sqlite3", "redis-cli", "openssl", "ssh-keygen", "gpg", "security", "shred", "wipefs", "which", "nohup",
+    "timeout", "time", "watch", "iex", "iwr", "irm", "pwsh", "powershell", "Invoke-WebRequest", "Remove-Item",
+    "ctags", "true", "sleep", "python", "python3", "py",
+}
+
+
+def looks_like_command(span: str) -> bool:
+    """Whether a span in backticks is a command line (``pytest -q``, ``./x.sh``, ``FOO=1 make``), not a name,
+    a path or code (``setup.py``, ``src/app.py``, ``except TypeError:``)."""
+    text = (span or "").strip()
+    if not text:
+        return False
+    script = parse(text)
+    first = next(iter(script.commands()), None)
+    if first is None or first.reserved:
+        return False
+    if not first.argv:
+        return False  # `FOO=1` alone, or `<div className="x">`
+    word = first.argv[0]
+    if word.startswith("./") or word.startswith(("/bin/", "/usr/bin/", "/usr/local/bin/", "~/")):
+        return True
+    if first.wrappers or first.assignments:
+        return True
+    if word == "export":
+        return bool(first.args) and "=" in first.args[0]
+    return word in KNOWN_PROGRAMS or is_python(word) or bool(re.match(r"^pip\d(?:\.\d+)?$", word))
