@@ -158,3 +158,23 @@ def test_the_page_counts_and_approves_only_ordinary_skills(library: Library) -> 
         assert library.get(name).skill.status == "candidate", name
     assert sorted(s.skill.name for s in library if s.skill.status == "approved") == sorted(ordinary)
     assert "Approve" not in client.get("/").text.split('id="count"')[1].split("</div>")[0]  # nothing ordinary left
+
+
+def test_a_batch_never_takes_a_skill_learned_only_from_unverified_sessions() -> None:
+    """Issue 13 item 9: nobody said such a session worked, and the skill shows no check that passed."""
+    from pipeline.library.model import Item, Pitfall, Skill, SourceRef
+    from pipeline.review.batch import batch_refusals
+
+    unverified = Skill(name="shop-cart", description="Use when carts fail", kind="pitfall",
+                       sources=[SourceRef(trajectory="a1", outcome="unknown")],
+                       pitfalls=[Pitfall(symptom="`KeyError: 'total'`", fix="use cart.get('total', 0)")])
+    reasons = batch_refusals(unverified, [])
+    assert reasons and "outcome is unknown, with no check that passed" in reasons[0]
+    checked = unverified.model_copy(update={"verification": [Item(text="The tests pass.", command="pytest -q")]})
+    assert batch_refusals(checked, []) == []
+    resolved = unverified.model_copy(update={"sources": [SourceRef(trajectory="a1", outcome="resolved")]})
+    assert batch_refusals(resolved, []) == []
+    manual = Skill(name="working-in-shop", description="Use when working in shop", kind="repo",
+                   sources=[SourceRef(trajectory="a1", outcome="unknown")],
+                   procedure=[Item(text="Tests: `pytest <tests>` (2 sessions).", command="pytest tests/test_cart.py")])
+    assert batch_refusals(manual, []) == [], "a manual's commands are checks that passed"

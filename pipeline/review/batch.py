@@ -5,7 +5,8 @@ A skill joins a batch only when it has no risk flag and every command in it -- p
 pitfall and verification commands, and command lines in backticks in its prose -- is an
 ordinary project command (``pipeline.safety.ordinary``: the repository's tests, build and lint,
 its own files, read-only looks, installs of named packages from the default index). Anything
-else is approved by name, after the reviewer has read the lines listed here.
+else is approved by name, after the reviewer has read the lines listed here. So is a skill learned
+only from sessions nobody verified, with no check in it that passed.
 """
 
 from __future__ import annotations
@@ -21,7 +22,23 @@ from pipeline.safety.prose import code_spans
 
 def batch_refusals(skill: Skill, flags: Sequence[Flag]) -> list[str]:
     """Why SKILL may not be approved in a batch (empty: it may), each reason with where it is."""
-    return list(dict.fromkeys([f"{f.where}: {f.code}: {f.message}" for f in flags] + command_refusals(skill)))
+    return list(dict.fromkeys([f"{f.where}: {f.code}: {f.message}" for f in flags] + evidence_refusals(skill)
+                              + command_refusals(skill)))
+
+
+def evidence_refusals(skill: Skill) -> list[str]:
+    """A generated skill whose sessions all ended unverified, and that shows no check that passed.
+
+    Nobody and nothing said such a session worked: a person reads it before an agent does.
+    A manual's commands and a skill's verification items are checks that passed.
+    """
+    if not skill.generated or not skill.sources or any(s.outcome == "resolved" for s in skill.sources):
+        return []
+    checked = bool(skill.verification) or (skill.kind == "repo" and bool(skill.procedure))
+    if checked:
+        return []
+    outcomes = ", ".join(sorted({s.outcome for s in skill.sources}))
+    return [f"sources: learned only from sessions whose outcome is {outcomes}, with no check that passed"]
 
 
 def command_refusals(skill: Skill) -> list[str]:
