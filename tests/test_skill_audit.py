@@ -8,6 +8,7 @@ content ids does not break these tests.
 
 from __future__ import annotations
 
+import re
 import subprocess
 from pathlib import Path
 
@@ -303,7 +304,8 @@ def test_unverified_advice(tmp_path, sessions, ids):
     assert list(found) == ["pitfalls-marshmallow-timedelta-serialization-precision"]
     lines = found["pitfalls-marshmallow-timedelta-serialization-precision"]
     assert any(f.line.startswith("Approach that did not resolve the task") for f in lines)
-    assert "outcome failed (heuristic)" in lines[0].reason
+    # a heuristic outcome is not a failure: fc61df2's ingest called this run failed, today's unknown
+    assert re.search(r"outcome (?:failed|unknown) \(heuristic\)", lines[0].reason)
     assert sessions["mpl"].labelled_failure and not sessions["marsh"].labelled_failure
 
 
