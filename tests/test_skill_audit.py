@@ -8,12 +8,15 @@ content ids does not break these tests.
 
 from __future__ import annotations
 
+import json
+import os
+import re
 import subprocess
 from pathlib import Path
 
 import pytest
 
-from benchmarks.audit import audit, lessons, load_sessions, manual_body
+from benchmarks.audit import audit, lessons, load_sessions, manual_body, served_text, summary
 from benchmarks.audit.rules import (
     Context,
     content_free,
@@ -303,7 +306,8 @@ def test_unverified_advice(tmp_path, sessions, ids):
     assert list(found) == ["pitfalls-marshmallow-timedelta-serialization-precision"]
     lines = found["pitfalls-marshmallow-timedelta-serialization-precision"]
     assert any(f.line.startswith("Approach that did not resolve the task") for f in lines)
-    assert "outcome failed (heuristic)" in lines[0].reason
+    # a heuristic outcome is not a failure: fc61df2's ingest called this run failed, today's unknown
+    assert re.search(r"outcome (?:failed|unknown) \(heuristic\)", lines[0].reason)
     assert sessions["mpl"].labelled_failure and not sessions["marsh"].labelled_failure
 
 
@@ -467,6 +471,41 @@ def test_manual_body_leaves_out_provenance_and_sources(tmp_path, ids):
     root = library(tmp_path, manual)
     body = manual_body(read_library(root)[0])
     assert body == "# Working in django/django\n\n## Procedure\n1. Run the tests: `python3 tests/runtests.py <tests>`."
+    # served as an agent is given it: name and description kept, metadata left out too
+    assert served_text(read_library(root)[0]) == (
+        '---\nname: working-in-django\ndescription: "Use when ..."\n---\n\n' + body + "\n")
+
+
+def test_summary_is_per_skill_json(tmp_path, sessions, ids):
+    """What the audit process hands the benchmark: every skill with its findings, manuals with their texts."""
+    manual = skill("working-in-django", "# Working in django/django\n\n## Procedure\n1. Run `pytest`.",
+                   kind="repo", repo="django/django", sources=ids["django"])
+    root = library(tmp_path, marshmallow(ids), manual)
+    report = audit(root, {s.t.id: s for s in sessions.values()})
+    data = summary(report)
+    by_name = {s["name"]: s for s in data["skills"]}
+    assert {f["rule"] for f in by_name["pitfalls-marshmallow-timedelta-serialization-precision"]["findings"]} \
+        >= {"protocol", "unverified"}
+    assert by_name["working-in-django"]["served"].startswith("---\nname: working-in-django\n")
+    assert "metadata" not in by_name["working-in-django"]["served"] and data["missing_sources"] == []
+    assert json.loads(json.dumps(data)) == data
+
+
+def test_each_library_is_audited_with_its_own_versions_ingest(tmp_path):
+    """The audit process has the version's code first on PYTHONPATH (its ``pipeline.ingest`` made the ids
+    the library cites), this repository behind it for ``benchmarks.audit``, and runs without its folder
+    on sys.path (``-P``)."""
+    from benchmarks import skill_quality as bench
+
+    code = tmp_path / "baseline" / "src"
+    argv, env = bench.audit_command(code, tmp_path / "library", tmp_path / "corpus", tmp_path / "lessons.jsonl",
+                                    tmp_path / "home")
+    assert env["PYTHONPATH"].split(os.pathsep) == [str(code), str(ROOT)]
+    assert argv[1:] == ["-P", str(ROOT / "benchmarks" / "audit" / "audit_run.py"), str(tmp_path / "library"),
+                        str(tmp_path / "corpus"), str(tmp_path / "lessons.jsonl")]
+    assert env["SKILLMILL_HOME"] == str(tmp_path / "home") and env["LITELLM_LOCAL_MODEL_COST_MAP"] == "True"
+    argv, env = bench.audit_command(ROOT, tmp_path / "library", tmp_path / "corpus", None, tmp_path / "home")
+    assert env["PYTHONPATH"] == str(ROOT) and len(argv) == 5  # the current checkout: once, no lessons
 
 
 # -- the benchmark's baseline column ----------------------------------------------------------
@@ -487,8 +526,13 @@ def test_benchmark_distils_the_baseline_in_its_own_process(tmp_path, ids):
     assert (code / "pipeline" / "distill" / "heuristic.py").is_file() and (code / "flows").is_dir()
     run = bench.distil("baseline", code, small, tmp_path / "baseline")
     assert run["pipeline"] == str(code / "pipeline") and run["sessions"] == 1
-    report = audit(tmp_path / "baseline" / "library", load_sessions([small]), _lessons_file(tmp_path))
-    assert {s.name for s in report.manuals} == {"working-in-django"}
-    assert "python3 reproduce_issue.py" in {f.line for f in report.findings if f.rule == "scratch"}
-    text = bench.table({"baseline": bench.figures(run, report, len)}, "characters")
+    audited = bench.audit_library("baseline", code, small, _lessons_file(tmp_path), tmp_path / "baseline")
+    assert audited["pipeline"] == str(code / "pipeline") and audited["sessions"] == 1
+    assert audited["missing_sources"] == []  # its ingest made the ids its library cites
+    assert audited["served_by"] == "the auditor's stripping"  # fc61df2 has no pipeline.library.markdown.served
+    assert {s["name"] for s in audited["skills"] if s["kind"] == "repo"} == {"working-in-django"}
+    assert "python3 reproduce_issue.py" in {f["line"] for f in bench.offenders(audited, "scratch").get(
+        next(s["name"] for s in audited["skills"] if any(f["rule"] == "scratch" for f in s["findings"])), [])}
+    text = bench.table({"baseline": bench.figures(run, audited, len)}, "characters")
     assert "candidates written" in text and "line-pinned sed (5)" in text and "lessons found" in text
+    assert "served size in tokens" in text and "cited ids not in the corpus (not judged)" in text

@@ -9,12 +9,17 @@ lessons file's semantics (``lessons.py``)::
     sessions = load_sessions([Path("../shared/trajectories")])
     report = audit(Path("library"), sessions)
     report.offenders("protocol")  # {skill name: [Finding, ...]}
+
+It uses only the ingest API the baseline (fc61df2) has too -- ``ingest_file``, ``iter_files`` and
+the ``Trajectory``/``Step`` fields of then (no ``Step.protocol_error``) -- so that
+``audit_run.py`` can audit each library with the ``pipeline`` that wrote it, whose ingest
+produced the trajectory ids the library cites.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -23,7 +28,7 @@ from benchmarks.audit.rules import RULES, Context, Finding, Rule
 from benchmarks.audit.sessions import Session
 from benchmarks.audit.skills import AuditedSkill, read_library, strip_provenance
 
-__all__ = ["RULES", "Finding", "Report", "Rule", "audit", "load_sessions", "manual_body"]
+__all__ = ["RULES", "Finding", "Report", "Rule", "audit", "load_sessions", "manual_body", "served_text", "summary"]
 
 
 def load_sessions(paths: Iterable[Path]) -> dict[str, Session]:
@@ -87,3 +92,42 @@ def manual_body(skill: AuditedSkill) -> str:
     body = re.sub(r"\A---.*?\n---[ \t]*\n", "", body, count=1, flags=re.S)
     body = re.sub(r"^## Sources\n.*?(?=^## |\Z)", "", body, flags=re.S | re.M)
     return strip_provenance(body).strip()
+
+
+_METADATA = re.compile(r"^metadata:[^\n]*\n(?:[ \t]+[^\n]*\n|[ \t]*\n)*", re.M)
+
+
+def served_text(skill: AuditedSkill) -> str:
+    """The skill as an agent is given it, by the auditor's own stripping: frontmatter without its
+    ``metadata`` block, body without provenance comments and the Sources block.
+
+    For a distiller without ``pipeline.library.markdown.served`` (the baseline); ``audit_run.py``
+    uses that function where the version has it.
+    """
+    raw = skill.path.read_text(encoding="utf-8", errors="replace")
+    match = re.match(r"\A---[ \t]*\n(.*?\n)---[ \t]*\n", raw, flags=re.S)
+    head = f"---\n{_METADATA.sub('', match.group(1))}---\n\n" if match else ""
+    return head + manual_body(skill) + "\n"
+
+
+def summary(report: Report, served: Callable[[AuditedSkill], str] = served_text) -> dict:
+    """A report as JSON-able data, per skill: what ``benchmarks/skill_quality.py`` tabulates.
+
+    Every skill with its status, kind, sources and findings; a manual (kind ``repo``) also with
+    its body as ``manual_body`` gives it and its text as ``served`` gives it; the lessons' verdicts
+    and the cited ids not among the sessions.
+    """
+    skills = []
+    for skill in report.skills:
+        entry: dict = {"name": skill.name, "status": skill.status, "kind": skill.kind, "sources": skill.sources,
+                       "findings": [{"rule": f.rule, "line": f.line, "reason": f.reason}
+                                    for f in report.findings if f.skill == skill.name]}
+        if skill.kind == "repo":
+            entry.update(body=manual_body(skill), served=served(skill))
+        skills.append(entry)
+    return {
+        "library": str(report.library),
+        "skills": skills,
+        "lessons": [{"id": v.lesson.id, "found": v.found, "why": v.why} for v in report.lessons],
+        "missing_sources": sorted(report.missing_sources),
+    }
