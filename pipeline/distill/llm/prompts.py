@@ -17,7 +17,7 @@ import json
 from pipeline.distill.render import RENDER_VERSION, Chunk, Rendering
 
 #: Bump whenever a prompt or a response model changes: it is part of every cache key.
-PROMPT_VERSION = "1"
+PROMPT_VERSION = "2"
 
 EXTRACT_SYSTEM = """\
 You distill recorded coding-agent sessions into skills for other agents: short procedures, \
@@ -43,6 +43,9 @@ proved it. Failed attempts give pitfalls (symptom, cause, fix) and approaches th
 - Prefer one focused draft; give several only for clearly separate lessons.
 - When nothing would help a future task (small talk, read-only exploration, a smoke test, a \
 one-off without a general lesson), give no drafts and say why in nothing_reusable.
+- For the repository's manual, also note (with or without drafts) the project commands that \
+worked, environment errors with what got past them, and the user's corrections: a USER message \
+redirecting the agent after what it did (not the task itself), quoted verbatim.
 - Write for an agent that has not seen this session: general wording, concrete commands."""
 
 CONSOLIDATE_SYSTEM = """\
@@ -82,8 +85,8 @@ def extract_messages(rendering: Rendering, chunk: Chunk) -> list[dict[str, str]]
     block, tag = frame("TRANSCRIPT", transcript)
     return [
         {"role": "system", "content": EXTRACT_SYSTEM.replace("{nonce}", tag)},
-        {"role": "user", "content": f"{block}\n\nDistill the transcript above into skill drafts, or say "
-                                    "why nothing in it is reusable."},
+        {"role": "user", "content": f"{block}\n\nDistill the transcript above into skill drafts and "
+                                    "notes, or say why nothing in it is reusable."},
     ]
 
 

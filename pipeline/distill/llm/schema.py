@@ -85,16 +85,42 @@ class SkillDraft(_Answer):
         return self
 
 
+class CorrectionNote(_Answer):
+    quote: str = Field(description="Verbatim from a USER message")
+    step: int | None = None
+
+
+class FixNote(_Answer):
+    error: str = Field(description="Verbatim")
+    command: str = Field(description="What got past it, exactly as run")
+    steps: list[int] = Field(default_factory=list)
+
+
+class CommandNote(_Answer):
+    purpose: Literal["test", "build", "lint", "install"]
+    command: str = Field(description="Exactly as run")
+    steps: list[int] = Field(default_factory=list)
+
+
 class Extraction(_Answer):
     """Zero or more drafts, or why nothing in the transcript is reusable."""
 
     drafts: list[SkillDraft] = Field(default_factory=list)
     nothing_reusable: str | None = Field(None, description="Why nothing would help a future task (no drafts)")
+    # Notes for the repository's manual (``working-in-<repo>``), with or without drafts:
+    corrections: list[CorrectionNote] = Field(default_factory=list, description="The user redirecting the agent")
+    fixes: list[FixNote] = Field(default_factory=list, description="Environment errors and what got past them")
+    commands: list[CommandNote] = Field(default_factory=list, description="Project commands that worked")
+
+    @property
+    def notes(self) -> int:
+        """How many notes for the repository's manual the answer holds."""
+        return len(self.corrections) + len(self.fixes) + len(self.commands)
 
     @model_validator(mode="after")
     def _one_answer(self) -> Extraction:
-        if not self.drafts and not (self.nothing_reusable or "").strip():
-            raise ValueError("give at least one draft, or set nothing_reusable to the reason there is none")
+        if not self.drafts and not self.notes and not (self.nothing_reusable or "").strip():
+            raise ValueError("give at least one draft or note, or set nothing_reusable to the reason there is none")
         return self
 
 
