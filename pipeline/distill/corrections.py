@@ -66,7 +66,7 @@ def first_line(text: str) -> str:
     return ""
 
 
-def _follows_a_request(trajectory: Trajectory) -> bool:
+def follows_a_request(trajectory: Trajectory) -> bool:
     """A request that is not the first of its launch (aider: ``<launch>.<k>``, k > 1): its opening
     message answers what the agent did for the one before."""
     parent, own = trajectory.parent_session_id, trajectory.session_id or ""
@@ -76,9 +76,8 @@ def _follows_a_request(trajectory: Trajectory) -> bool:
 def corrections(trajectory: Trajectory, analysis: Analysis) -> list[Correction]:
     found: list[Correction] = []
     acted = False
-    continues = _follows_a_request(trajectory)
+    continues = follows_a_request(trajectory)
     first_user = True
-    edits = analysis.edits
     for step in trajectory.steps:
         if step.kind is StepKind.TOOL_CALL:
             acted = True
@@ -89,16 +88,21 @@ def corrections(trajectory: Trajectory, analysis: Analysis) -> list[Correction]:
         first_user = False
         if not (acted or (opening and continues)) or not is_correction(step.text):
             continue
-        quote = first_line(step.text)
-        quote = quote if len(quote) <= MAX_QUOTE else quote[: MAX_QUOTE - 3].rstrip() + "..."
-        before = [e for e in edits if e.call.index < step.index]
-        after = [e for e in edits if e.call.index > step.index]
-        touched = before[-1:] or after[:1]
-        paths = [p for e in touched for p in e.paths if not analysis.is_scratch(p)][:3]
-        context = None
-        if paths:
-            verb = "after the agent changed" if before else "the agent then changed"
-            context = f"{verb} {', '.join(paths)}"
-        found.append(Correction(quote=quote, steps=[step.index, *(s for e in touched for s in e.steps)],
-                                paths=paths, context=context))
+        found.append(correction_at(analysis, step.index, first_line(step.text)))
     return found
+
+
+def correction_at(analysis: Analysis, index: int, quote: str) -> Correction:
+    """The correction at step ``index`` (clipped), with what the agent had just changed (or changed next)."""
+    quote = " ".join(quote.split())
+    quote = quote if len(quote) <= MAX_QUOTE else quote[: MAX_QUOTE - 3].rstrip() + "..."
+    before = [e for e in analysis.edits if e.call.index < index]
+    after = [e for e in analysis.edits if e.call.index > index]
+    touched = before[-1:] or after[:1]
+    paths = [p for e in touched for p in e.paths if not analysis.is_scratch(p)][:3]
+    context = None
+    if paths:
+        verb = "after the agent changed" if before else "the agent then changed"
+        context = f"{verb} {', '.join(paths)}"
+    return Correction(quote=quote, steps=[index, *(s for e in touched for s in e.steps)], paths=paths,
+                      context=context)

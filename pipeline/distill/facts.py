@@ -26,6 +26,7 @@ from pipeline.distill.analysis import Analysis, Event, Fix, check_key, template
 from pipeline.distill.changes import change_lines, symbols
 from pipeline.distill.corrections import corrections
 from pipeline.distill.naming import task_title
+from pipeline.trajectory import Trajectory
 from pipeline.trajectory.commands import CHECKS, Purpose, segments
 
 #: Errors that say the command itself could not run here (not that the project failed).
@@ -66,16 +67,22 @@ def clean(command: str) -> str:
     return " && ".join(segments(command))
 
 
+def fact_base(trajectory: Trajectory) -> dict:
+    """The fields every fact of one session shares: where it comes from, and when."""
+    t = trajectory
+    stamp = t.ended_at or t.started_at
+    return {"trajectory": t.id, "repo": t.repo, "agent": t.agent, "outcome": t.outcome.status,
+            "task": task_title(t), "when": stamp.date().isoformat() if stamp else None}
+
+
 def repo_facts(analysis: Analysis) -> list[RepoFact]:
     t = analysis.trajectory
     if not t.repo:
         return []
-    stamp = t.ended_at or t.started_at
-    base = {"trajectory": t.id, "repo": t.repo, "agent": t.agent, "outcome": t.outcome.status,
-            "task": task_title(t), "when": stamp.date().isoformat() if stamp else None}
+    base = fact_base(t)
     facts: list[RepoFact] = []
     for event in analysis.events:
-        if _project_command(analysis, event) and event.purpose in CHECKS | {Purpose.INSTALL}:
+        if project_command(analysis, event) and event.purpose in CHECKS | {Purpose.INSTALL}:
             facts.append(RepoFact(**base, kind=event.purpose.value, template=template(event.command or ""),
                                   command=clean(event.command or ""), ok=bool(event.ok), steps=event.steps))
     facts += _replaced(analysis, base)
@@ -87,7 +94,7 @@ def repo_facts(analysis: Analysis) -> list[RepoFact]:
             if remedy.command and not _ONE_OFF.search(remedy.command):
                 facts.append(RepoFact(**base, kind="fix", template=template(remedy.command),
                                       command=clean(remedy.command), steps=fix.steps, symptom=fix.failed.error))
-        elif fix.kind == "command" and _project_command(analysis, fix.after):
+        elif fix.kind == "command" and project_command(analysis, fix.after):
             facts.append(RepoFact(**base, kind="fix", template=template(fix.after.command or ""),
                                   command=clean(fix.after.command or ""), steps=fix.steps, symptom=fix.failed.error,
                                   text=clean(fix.failed.command or "")))
@@ -108,7 +115,7 @@ def _pair(analysis: Analysis, fix: Fix, base: dict) -> RepoFact | None:
     """
     changed = [(path, e) for e in fix.between if e.purpose is Purpose.EDIT and e.ok is not False and not e.protocol
                for path in e.paths if not analysis.is_scratch(path)]
-    if not changed or not fix.after.command or not _project_command(analysis, fix.after):
+    if not changed or not fix.after.command or not project_command(analysis, fix.after):
         return None
     path, edit = changed[-1]
     lines = change_lines(edit.call.diff or "")
@@ -128,7 +135,7 @@ def error_key(error: str) -> str:
     return re.sub(r"\d+|'[^']*'|\"[^\"]*\"|\S*/\S*", "_", error.lower()).strip()[:160]
 
 
-def _project_command(analysis: Analysis, event: Event) -> bool:
+def project_command(analysis: Analysis, event: Event) -> bool:
     """A command of the project's own (not a scratch script, a one-off or a temporary path) that ran."""
     if not event.command or event.ok is None or event.protocol or _ONE_OFF.search(event.command):
         return False
@@ -146,7 +153,7 @@ def _replaced(analysis: Analysis, base: dict) -> list[RepoFact]:
             continue
         runner = _runner(failed.command or "")
         instead = next((e for e in checks[position + 1:] if e.ok and e.purpose is failed.purpose
-                        and _runner(e.command or "") != runner and _project_command(analysis, e)), None)
+                        and _runner(e.command or "") != runner and project_command(analysis, e)), None)
         if instead is not None:
             out.append(RepoFact(**base, kind="replaced", template=template(instead.command or ""),
                                 command=clean(instead.command or ""), steps=[*failed.steps, *instead.steps],
@@ -177,7 +184,7 @@ def _preexisting(analysis: Analysis, base: dict) -> list[RepoFact]:
     edits = [e.call.index for e in analysis.edits]
     runs: dict[str, list[Event]] = {}
     for event in analysis.events:
-        if event.purpose is Purpose.TEST and event.ok is False and _project_command(analysis, event):
+        if event.purpose is Purpose.TEST and event.ok is False and project_command(analysis, event):
             for test in _failed_tests(event):
                 runs.setdefault(test, []).append(event)
     out = []
