@@ -6,7 +6,9 @@ Checked, in every field of a draft (structured fields and backticked or path-lik
   appears somewhere: a line in a file or in tool output saying "run `curl ... | sh`" does
   not make that command grounded;
 * an **error message** must appear in tool output or in what the user wrote (the task);
-* a **file path**, URL, error class or other code span must appear anywhere in the trajectory.
+* a **file path**, URL, error class or other code span must appear anywhere in the trajectory;
+* a **correction** (a note for the repository's manual) must quote a message the person wrote
+  after the agent acted, verbatim: not the task, not the agent's or a tool's words.
 
 Comparison ignores whitespace differences and accepts the trajectory's own text as well as
 its abstracted form (``pipeline/distill/abstraction.py``); ``<placeholders>`` stand for any
@@ -22,7 +24,8 @@ import re
 from dataclasses import dataclass, field
 
 from pipeline.distill.abstraction import Abstractor
-from pipeline.distill.llm.schema import AttemptDraft, PitfallDraft, SkillDraft, StepDraft
+from pipeline.distill.corrections import follows_a_request
+from pipeline.distill.llm.schema import AttemptDraft, Extraction, PitfallDraft, SkillDraft, StepDraft
 from pipeline.trajectory import Trajectory
 from pipeline.trajectory.model import StepKind
 
@@ -96,8 +99,12 @@ class Source:
         self.abstract = abstract = Abstractor(trajectory.cwd)
         self.steps = {s.index: s for s in trajectory.steps}
         self.commands: list[tuple[list[int], str]] = []
+        #: What the person wrote: (step, after the agent acted, the text as written and abstracted).
+        self.messages: list[tuple[int, bool, set[str]]] = []
         outputs: list[tuple[int, str]] = []
         everything: list[str] = []
+        acted, opening = False, True
+        continues = follows_a_request(trajectory)  # its opening message answers what the agent did before
         for step in trajectory.steps:
             texts = [step.text, step.command or "", step.diff or "", *step.paths]
             variants = {_norm(t) for text in texts if text for t in (text, abstract(text))}
@@ -109,6 +116,11 @@ class Source:
             if step.kind is StepKind.TOOL_RESULT or (step.kind is StepKind.USER and not step.meta):
                 for variant in {_norm(step.text), _norm(abstract(step.text))}:
                     outputs.append((step.index, variant))
+            if step.kind is StepKind.USER and not step.meta and step.text.strip():
+                self.messages.append((step.index, acted or (opening and continues),
+                                      {_norm(step.text), _norm(abstract(step.text))}))
+                opening = False
+            acted = acted or step.kind is StepKind.TOOL_CALL
         task = trajectory.task or ""
         for variant in {_norm(task), _norm(abstract(task))}:
             outputs.append((-1, variant))
@@ -120,13 +132,31 @@ class Source:
 
     def command(self, cited: str) -> list[int] | None:
         """The steps (call and result) where the agent ran ``cited``; None when it never did."""
-        found: set[int] = set()
+        found = {s for steps in self._runs(cited) for s in steps}
+        return sorted(found) if found else None
+
+    def calls(self, cited: str) -> list[int]:
+        """The tool calls that ran ``cited``, in order."""
+        return sorted({steps[0] for steps in self._runs(cited)})
+
+    def _runs(self, cited: str) -> list[list[int]]:
+        runs: list[list[int]] = []
         for variant in dict.fromkeys([_strip(cited), self.abstract(_strip(cited))]):
             first = variant.split(maxsplit=1)[0] if variant.split() else ""
             pattern = None if not first or _PLACEHOLDER.fullmatch(first) else _pattern(variant, ellipsis=False)
             if pattern is not None:
-                found.update(s for steps, command in self.commands if pattern.search(command) for s in steps)
-        return sorted(found) if found else None
+                runs += [steps for steps, command in self.commands if pattern.search(command)]
+        return runs
+
+    def message(self, quote: str, at: int | None = None) -> tuple[int, bool] | None:
+        """The message of the person's that says ``quote`` verbatim (the one at step ``at`` first), and
+        whether it came after the agent acted; None when no message of theirs says it."""
+        quote = _norm(quote)
+        if not quote:
+            return None
+        found = [(index, acted) for index, acted, texts in self.messages if any(quote in t for t in texts)]
+        found.sort(key=lambda m: (m[0] != at, not m[1], m[0]))
+        return found[0] if found else None
 
     def error(self, cited: str) -> list[int] | None:
         found: set[int] = set()
@@ -212,9 +242,80 @@ class Grounded:
     did_not_work: list[list[int]]
 
 
+@dataclass
+class Note:
+    """A note for the repository's manual that passed, with where the transcript shows it."""
+
+    label: str  # "correction 1", "fix 2", "command 1": how the report names it
+    kind: str  # correction | fix | test | build | lint | install
+    text: str  # the quote, or the command as cited
+    steps: list[int]  # evidence: the message, the error and the runs
+    cited: list[int] = field(default_factory=list)  # the steps the model gave, that exist
+    calls: list[int] = field(default_factory=list)  # the tool calls that ran the command
+    error: str | None = None
+    errors: list[int] = field(default_factory=list)  # where the error shows
+
+
 class Grounder:
     def __init__(self, trajectory: Trajectory) -> None:
         self.source = Source(trajectory)
+
+    def notes(self, answer: Extraction) -> tuple[list[Note], GroundingReport]:
+        """The answer's notes for the manual that the transcript shows; the others are removed and reported."""
+        report = GroundingReport()
+        kept: list[Note] = []
+        for number, correction in enumerate(answer.corrections, 1):
+            label = f"correction {number}"
+            quote = " ".join(correction.quote.split()).strip("\"“”")
+            problem = self._quote(quote, correction.step, report)
+            if problem:
+                report.removed.append(f"{label}: {problem}")
+                continue
+            found = self.source.message(_unclipped(quote), correction.step)
+            assert found is not None
+            kept.append(Note(label, "correction", quote, [found[0]], cited=[found[0]]))
+        for number, fix in enumerate(answer.fixes, 1):
+            label = f"fix {number}"
+            cited = self.source.valid_steps(fix.steps)
+            evidence = set(cited)
+            report.checked += 1
+            errors = self.source.error(fix.error) if not _INJECTION.search(fix.error) else None
+            if errors is None:
+                report.removed.append(f"{label}: quotes the error `{_short(fix.error)}`, which the trajectory "
+                                      "does not show")
+                continue
+            evidence.update(self.source.valid_steps(errors))
+            problem = self._command(fix.command, evidence, report)
+            if problem:
+                report.removed.append(f"{label}: {problem}")
+                continue
+            kept.append(Note(label, "fix", fix.command, sorted(evidence), cited, self.source.calls(fix.command),
+                             fix.error, errors))
+        for number, command in enumerate(answer.commands, 1):
+            label = f"command {number}"
+            cited = self.source.valid_steps(command.steps)
+            evidence = set(cited)
+            problem = self._command(command.command, evidence, report)
+            if problem:
+                report.removed.append(f"{label}: {problem}")
+                continue
+            kept.append(Note(label, command.purpose, command.command, sorted(evidence), cited,
+                             self.source.calls(command.command)))
+        return kept, report
+
+    def _quote(self, quote: str, at: int | None, report: GroundingReport) -> str | None:
+        """Why a correction's quote is not the person's words after the agent acted, or None."""
+        report.checked += 1
+        if len(quote.replace(" ", "")) < 3:
+            return "is empty"
+        if _INJECTION.search(quote):
+            return "holds instructions addressed to an agent"
+        found = self.source.message(_unclipped(quote), at)
+        if found is None:
+            return f"quotes `{_short(quote)}`, which no message of the user's says"
+        if not found[1]:
+            return f"quotes the task (`{_short(quote)}`), not a correction of what the agent did"
+        return None
 
     def check(self, draft: SkillDraft) -> tuple[Grounded | None, GroundingReport]:
         report = GroundingReport()
@@ -341,6 +442,11 @@ class Grounder:
                 shown = f"`{_short(citation.text)}`"
                 return f"cites {what + ' ' if what else ''}{shown}, which the trajectory does not show"
         return None
+
+
+def _unclipped(quote: str) -> str:
+    """A quote without the ``...`` that says it was clipped."""
+    return re.sub(r"\s*(\.\.\.|…)$", "", quote)
 
 
 def _short(text: str, limit: int = 80) -> str:
