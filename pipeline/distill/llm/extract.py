@@ -16,6 +16,7 @@ from pipeline.distill.analysis import analyze
 from pipeline.distill.facts import RepoFact, repo_facts
 from pipeline.distill.llm.build import to_skill
 from pipeline.distill.llm.grounding import Grounder, GroundingReport
+from pipeline.distill.llm.notes import merge, note_facts
 from pipeline.distill.llm.prompts import cache_key, extract_messages
 from pipeline.distill.llm.schema import Extraction, SkillDraft
 from pipeline.distill.render import CHUNK_CHARS, render
@@ -101,7 +102,10 @@ class Assembled:
 
 
 def join(answers: list[Extraction]) -> Extraction:
-    """The answers for all parts of one trajectory as one: drafts with the same name are merged."""
+    """The answers for all parts of one trajectory as one: drafts with the same name are merged, notes
+    for the manual that several parts give are kept once."""
+    notes = {name: list({n.model_dump_json(): n for a in answers for n in getattr(a, name)}.values())
+             for name in ("corrections", "fixes", "commands")}
     merged: dict[str, SkillDraft] = {}
     for answer in answers:
         for draft in answer.drafts:
@@ -115,22 +119,31 @@ def join(answers: list[Extraction]) -> Extraction:
                 "verification": old.verification + draft.verification,
                 "did_not_work": old.did_not_work + draft.did_not_work})
     if merged:
-        return Extraction(drafts=list(merged.values()))
+        return Extraction(drafts=list(merged.values()), **notes)
     reasons = list(dict.fromkeys(a.nothing_reusable.strip() for a in answers if a.nothing_reusable))
-    return Extraction(nothing_reusable="; ".join(reasons) or "nothing reusable")
+    fallback = "no skill draft, only notes for the manual" if any(notes.values()) else "nothing reusable"
+    return Extraction(nothing_reusable="; ".join(reasons) or fallback, **notes)
 
 
 def assemble(trajectory: Trajectory, answers: list[Extraction], model: str) -> Assembled:
-    out = Assembled(trajectory, facts=repo_facts(analyze(trajectory)))
+    """Skills from the grounded drafts; the repository's facts from the heuristics and the grounded notes."""
+    analysis = analyze(trajectory)
+    out = Assembled(trajectory, facts=repo_facts(analysis))
     if not answers:  # never sent (``jobs``): say why
         out.reason = f"not sent to the model: {skip_reason(trajectory) or 'nothing to send'}"
         return out
     extraction = join(answers)
     out.drafts = len(extraction.drafts)
-    if not extraction.drafts:
+    grounder = Grounder(trajectory) if extraction.drafts or extraction.notes else None
+    if grounder is not None and trajectory.repo and extraction.notes:  # no repository: no manual to feed
+        notes, report = grounder.notes(extraction)
+        facts, left_out = note_facts(analysis, notes)
+        report.removed += left_out
+        out.report.merge(report)
+        out.facts = merge(out.facts, facts)
+    if grounder is None or not extraction.drafts:
         out.reason = f"model: {extraction.nothing_reusable}"
         return out
-    grounder = Grounder(trajectory)
     for draft in extraction.drafts:
         grounded, report = grounder.check(draft)
         out.report.merge(report)
