@@ -1,4 +1,4 @@
-"""Plant text into copies of real trajectory files: secrets, prompt injections.
+"""Plant text into copies of real trajectory files: secrets, prompt injections, a checkout's name.
 
 The copies keep the real session around the planted text (and its SWE-bench report), so
 what is tested is the real parse -> render -> prompt path, not a hand-made fixture.
@@ -7,6 +7,7 @@ what is tested is the real parse -> render -> prompt path, not a hand-made fixtu
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -66,3 +67,15 @@ def plant_secrets(target_dir: Path, source: Path = SITEMAPS) -> tuple[Path, list
         "Caught expected ValueError", f"using token {s['github']}\nCaught expected ValueError")
     target.write_text(json.dumps(data))
     return target, list(s.values())
+
+
+def plant_checkout(target_dir: Path, source: Path, name: str, folder: str = "/Users/user/repo") -> Path:
+    """A copy of a session whose checkout folder the public copy anonymised (``/Users/user/repo``),
+    with the folder named ``name`` again: the session then has a repository, as it had where it ran."""
+    target_dir.mkdir(parents=True, exist_ok=True)
+    text = source.read_text()
+    renamed = re.sub(re.escape(folder) + r'(?=[/"\\])', f"{folder.rsplit('/', 1)[0]}/{name}", text)
+    assert renamed != text
+    target = target_dir / source.name
+    target.write_text(renamed)
+    return target

@@ -6,7 +6,7 @@ import pytest
 
 from pipeline.distill.llm.build import to_skill
 from pipeline.distill.llm.grounding import Grounder, Source, citations
-from pipeline.distill.llm.schema import AttemptDraft, PitfallDraft, SkillDraft, StepDraft
+from pipeline.distill.llm.schema import AttemptDraft, Extraction, PitfallDraft, SkillDraft, StepDraft
 from pipeline.distill.risk import flag, flags
 from pipeline.ingest import ingest_file
 from pipeline.library import markdown
@@ -152,6 +152,51 @@ def test_dangerous_commands_are_flagged(trajectory, command: str, expected: list
     flagged = flag(skill)
     assert flagged.extra_metadata.get("flags", "") == ",".join(expected)
     assert markdown.parse(markdown.render(flagged)).extra_metadata == flagged.extra_metadata
+
+
+# -- notes for the repository's manual -----------------------------------------------------------
+def test_a_correction_must_be_the_users_words_verbatim_after_the_agent_acted(corpus) -> None:
+    [t] = ingest_file(corpus / "claude_code/codemie-code/session-196820da.jsonl")[1]
+    quotes = [
+        {"quote": "we don't control claude code process - it's 3rd party tool that codemie cli is calling",
+         "step": 60},  # a wrong step number: found at the message that says it
+        {"quote": '"don\'t produce code, design solution first"'},  # in quotation marks
+        {"quote": "more context: the issue must be address, option 1 is not accepable..."},  # clipped
+        {"quote": "We don't control the Claude Code process, it is a third-party tool"},  # reworded
+        {"quote": "You're absolutely right! I was conflating the codemie-claude wrapper process"},  # the agent's
+        {"quote": "ultrathink there is logic that tracks files in claude folder"},  # the task
+        {"quote": "no"},
+    ]
+    notes, report = Grounder(t).notes(Extraction(corrections=quotes))
+    assert [(n.steps, n.text[:30]) for n in notes] == [
+        ([101], "we don't control claude code p"), ([103], "don't produce code, design sol"),
+        ([105], "more context: the issue must b")]
+    assert report.removed == [
+        "correction 4: quotes `We don't control the Claude Code process, it is a third-party tool`, which no "
+        "message of the user's says",
+        "correction 5: quotes `You're absolutely right! I was conflating the codemie-claude wrapper process`, "
+        "which no message of the user's says",
+        "correction 6: quotes the task (`ultrathink there is logic that tracks files in claude folder`), not a "
+        "correction of what the agent did",
+        "correction 7: is empty"]
+
+
+def test_a_fix_needs_its_error_in_the_transcript_and_a_command_the_agent_ran(trajectory) -> None:
+    answer = Extraction(
+        fixes=[{"error": "ValueError: max() arg is an empty sequence", "command": "python3 reproduce_issue.py",
+                "steps": [11]},
+               {"error": "ImproperlyConfigured: Requested setting SITEMAPS", "command": "python3 reproduce_issue.py"},
+               {"error": "ValueError: max() arg is an empty sequence", "command": "pip install -U django"}],
+        commands=[{"purpose": "test", "command": "python3 tests/runtests.py <tests>", "steps": [44]},
+                  {"purpose": "test", "command": "pytest tests/sitemaps_tests", "steps": [44]}])
+    notes, report = Grounder(trajectory).notes(answer)
+    assert [(n.label, n.kind) for n in notes] == [("fix 1", "fix"), ("command 1", "test")]
+    assert notes[0].errors and 11 in notes[0].calls and notes[1].calls == [44]
+    assert report.removed == [
+        "fix 2: quotes the error `ImproperlyConfigured: Requested setting SITEMAPS`, which the trajectory does not "
+        "show",
+        "fix 3: cites the command `pip install -U django`, which the agent never ran",
+        "command 2: cites the command `pytest tests/sitemaps_tests`, which the agent never ran"]
 
 
 # -- whatever a model answers: no crash, and only valid, round-tripping skill files --------------

@@ -23,7 +23,7 @@ from pipeline.library.store import PROPOSED_DIR
 from tests.conftest import SAMPLES
 from tests.fake_llm import FakeLLM, Reply, answer, grounded_answer, status, user_text
 from tests.llm_fixtures import write_config
-from tests.plant import plant_injection, plant_secrets
+from tests.plant import plant_checkout, plant_injection, plant_secrets
 
 pytestmark = pytest.mark.usefixtures("prefect_server")
 
@@ -143,6 +143,57 @@ def test_text_the_model_invents_never_reaches_a_skill_file(stand_in: FakeLLM, in
     with StateDB() as state:
         [(report,)] = state.con.execute("SELECT grounding FROM llm_drafts").fetchall()
         assert any("django-sitemaps-hotfix" in r for r in json.loads(report)["removed"])
+
+
+CODEMIE = "claude_code/codemie-code/session-196820da.jsonl"
+MATPLOTLIB = "mini_swe_agent/swebench_verified_gemini-3-pro/unresolved/matplotlib__matplotlib-21568"
+DVIPNG = "RuntimeError: Failed to process string with tex because dvipng could not be found"
+
+
+def test_the_models_notes_feed_the_repository_manual_and_invented_ones_never_do(
+        stand_in: FakeLLM, corpus: Path, tmp_path: Path) -> None:
+    """A correction the heuristics miss reaches ``working-in-<repo>``; what the model invented does not."""
+    inputs = tmp_path / "in"
+    plant_checkout(inputs, corpus / CODEMIE, "codemie-code")  # a design session: corrections, no commands
+    for suffix in (".traj.json", ".report.json"):  # a fix of the environment, and the tests it ran
+        shutil.copy(corpus / f"{MATPLOTLIB}{suffix}", inputs)
+    corrections = {"nothing_reusable": "a design discussion, no procedure", "corrections": [
+        {"quote": "we don't control claude code process - it's 3rd party tool that codemie cli is calling",
+         "step": 101},  # no redirect word opens it: the heuristics miss it
+        {"quote": "don't produce code, design solution first", "step": 103},  # the heuristics have it too
+        {"quote": "never write to ~/.claude from the CLI, use the session API", "step": 105},  # invented
+        {"quote": "I was conflating the codemie-claude wrapper process (which we control) with the Claude Code "
+                  "process (which we don't)", "step": 102},  # the agent's words, not the user's
+        {"quote": "ultrathink there is logic that tracks files in claude folder for sso conversation tracking",
+         "step": 3}]}  # the task, not a correction
+    notes = {"nothing_reusable": "the fix did not pass its tests", "fixes": [
+        {"error": DVIPNG, "command": "apt-get update && apt-get install -y dvipng", "steps": [20, 23]},
+        {"error": "OSError: cannot load library 'libcairo.so.2'", "command": "apt-get install -y libcairo2",
+         "steps": [23]},  # invented error
+        {"error": DVIPNG, "command": "pip install dvipng", "steps": [23]}],  # never ran
+        "commands": [
+        {"purpose": "test", "command": "pytest lib/matplotlib/tests/test_dates.py", "steps": [73]},
+        {"purpose": "test", "command": "python -m pytest -n auto lib/matplotlib/tests", "steps": [73]},  # never ran
+        {"purpose": "test", "command": "python reproduce_issue.py", "steps": [26]}]}  # a scratch script
+    stand_in.responder = by_task({"ultrathink": answer(corrections), "usetex": answer(notes)})
+    library = tmp_path / "skills"
+    code, output, summary = run(str(inputs), "--library", str(library))
+    assert code == 0, output
+
+    codemie = Library(library).get("working-in-codemie-code")
+    assert codemie is not None and validate(codemie.path) == []
+    text = (codemie.path / "SKILL.md").read_text()
+    assert '"we don\'t control claude code process - it\'s 3rd party tool that codemie cli is calling"' in text
+    assert text.count("don't produce code, design solution first") == 1  # told by both: said once
+    for made_up in ("never write to ~/.claude", "conflating", '"ultrathink'):
+        assert made_up not in text
+
+    text = (Library(library).get("working-in-matplotlib").path / "SKILL.md").read_text()
+    assert text.count(DVIPNG) == 1 and "apt-get update && apt-get install -y dvipng" in text
+    for made_up in ("libcairo", "pip install dvipng", "-n auto", "reproduce_issue.py"):
+        assert made_up not in text
+    assert summary["distillation"]["grounding"]["removed"] == 7
+    assert "grounding check removed 7 items" in output
 
 
 def test_a_model_that_only_answers_500_exits_1_and_a_later_run_distills_everything(

@@ -117,3 +117,14 @@ def test_join_keeps_a_reason_only_when_no_part_has_a_draft() -> None:
     assert join([Extraction(nothing_reusable="a"), Extraction(nothing_reusable="b")]).nothing_reusable == "a; b"
     joined = join([Extraction(nothing_reusable="a"), Extraction(drafts=[draft]), Extraction(drafts=[draft])])
     assert joined.nothing_reusable is None and len(joined.drafts[0].pitfalls) == 2
+
+
+def test_notes_for_the_manual_are_an_answer_and_parts_giving_the_same_note_give_it_once() -> None:
+    note = {"quote": "don't produce code, design solution first", "step": 103}
+    assert Extraction(corrections=[note]).notes == 1  # no draft, no reason: still an answer
+    with pytest.raises(ValueError, match="at least one draft or note"):
+        Extraction()
+    joined = join([Extraction(corrections=[note]), Extraction(corrections=[note], nothing_reusable="design only"),
+                   Extraction(commands=[{"purpose": "test", "command": "npm test", "steps": [4]}])])
+    assert joined.notes == 2 and joined.nothing_reusable == "design only"
+    assert join([Extraction(corrections=[note])]).nothing_reusable == "no skill draft, only notes for the manual"
