@@ -43,9 +43,9 @@ proved it. Failed attempts give pitfalls (symptom, cause, fix) and approaches th
 - Prefer one focused draft; give several only for clearly separate lessons.
 - When nothing would help a future task (small talk, read-only exploration, a smoke test, a \
 one-off without a general lesson), give no drafts and say why in nothing_reusable.
-- For the repository's manual, also note (with or without drafts) the project commands that \
-worked, environment errors with what got past them, and the user's corrections: a USER message \
-redirecting the agent after what it did (not the task itself), quoted verbatim.
+- With or without drafts, note for the repository's manual: commands (project commands that \
+worked), fixes (an environment error and what got past it) and corrections (a USER message \
+redirecting the agent after what it did, not the task itself, quoted verbatim).
 - Write for an agent that has not seen this session: general wording, concrete commands."""
 
 CONSOLIDATE_SYSTEM = """\

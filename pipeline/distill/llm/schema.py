@@ -107,10 +107,11 @@ class Extraction(_Answer):
 
     drafts: list[SkillDraft] = Field(default_factory=list)
     nothing_reusable: str | None = Field(None, description="Why nothing would help a future task (no drafts)")
-    # Notes for the repository's manual (``working-in-<repo>``), with or without drafts:
-    corrections: list[CorrectionNote] = Field(default_factory=list, description="The user redirecting the agent")
-    fixes: list[FixNote] = Field(default_factory=list, description="Environment errors and what got past them")
-    commands: list[CommandNote] = Field(default_factory=list, description="Project commands that worked")
+    # Notes for the repository's manual (``working-in-<repo>``), with or without drafts; what they are is
+    # said once, in the system prompt (a description here would be sent again in every schema).
+    corrections: list[CorrectionNote] = Field(default_factory=list)
+    fixes: list[FixNote] = Field(default_factory=list)
+    commands: list[CommandNote] = Field(default_factory=list)
 
     @property
     def notes(self) -> int:
