@@ -267,13 +267,11 @@ class Grounder:
         for number, correction in enumerate(answer.corrections, 1):
             label = f"correction {number}"
             quote = " ".join(correction.quote.split()).strip("\"“”")
-            problem = self._quote(quote, correction.step, report)
+            problem, at = self._quote(quote, correction.step, report)
             if problem:
                 report.removed.append(f"{label}: {problem}")
                 continue
-            found = self.source.message(_unclipped(quote), correction.step)
-            assert found is not None
-            kept.append(Note(label, "correction", quote, [found[0]], cited=[found[0]]))
+            kept.append(Note(label, "correction", quote, [at], cited=[at]))
         for number, fix in enumerate(answer.fixes, 1):
             label = f"fix {number}"
             cited = self.source.valid_steps(fix.steps)
@@ -303,19 +301,20 @@ class Grounder:
                              self.source.calls(command.command)))
         return kept, report
 
-    def _quote(self, quote: str, at: int | None, report: GroundingReport) -> str | None:
-        """Why a correction's quote is not the person's words after the agent acted, or None."""
+    def _quote(self, quote: str, at: int | None, report: GroundingReport) -> tuple[str | None, int]:
+        """Why a correction's quote is not the person's words after the agent acted (or None), and
+        the step of the message that says it."""
         report.checked += 1
         if len(quote.replace(" ", "")) < 3:
-            return "is empty"
+            return "is empty", -1
         if _INJECTION.search(quote):
-            return "holds instructions addressed to an agent"
+            return "holds instructions addressed to an agent", -1
         found = self.source.message(_unclipped(quote), at)
         if found is None:
-            return f"quotes `{_short(quote)}`, which no message of the user's says"
+            return f"quotes `{_short(quote)}`, which no message of the user's says", -1
         if not found[1]:
-            return f"quotes the task (`{_short(quote)}`), not a correction of what the agent did"
-        return None
+            return f"quotes the task (`{_short(quote)}`), not a correction of what the agent did", found[0]
+        return None, found[0]
 
     def check(self, draft: SkillDraft) -> tuple[Grounded | None, GroundingReport]:
         report = GroundingReport()
