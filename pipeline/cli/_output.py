@@ -13,13 +13,14 @@ import orjson
 
 from pipeline import progress
 from pipeline.errors import SkillmillError
+from pipeline.terminal import visible
 
 
 def fail(error: SkillmillError) -> None:
-    """Print an error; redacted, since messages can quote what a parser or a flow choked on."""
-    click.secho(f"Error: {_redact(error.message)}", fg="red", err=True)
+    """Print an error; redacted and ``visible``, since messages can quote what a parser or a flow choked on."""
+    click.secho(f"Error: {visible(_redact(error.message))}", fg="red", err=True)
     if error.hint:
-        click.echo(f"  hint: {_redact(error.hint)}", err=True)
+        click.echo(f"  hint: {visible(_redact(error.hint))}", err=True)
 
 
 def save_traceback(exc: BaseException) -> Path:

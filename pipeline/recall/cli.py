@@ -76,7 +76,9 @@ def run(task: str | None, *, as_json: bool, limit: int, budget: int, include_can
     if as_json:
         _emit(packed.contract())
     else:
-        sys.stdout.write(packed.markdown())
+        from pipeline.terminal import visible
+
+        sys.stdout.write(visible(packed.markdown(), newlines=True))  # skill text: no escape sequences
         sys.stdout.flush()
 
 
