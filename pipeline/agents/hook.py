@@ -19,6 +19,7 @@ from pathlib import Path
 
 from pipeline import settings
 from pipeline.recall.folders import repo_of
+from pipeline.recall.search import clip_task
 
 TYPE_CHECKING = False  # as typing.TYPE_CHECKING, without importing typing at every prompt
 if TYPE_CHECKING:
@@ -68,7 +69,7 @@ def respond(payload: dict[str, Any], agent: str, *, budget: int = DEFAULT_BUDGET
     repo = repo_of(str(cwd))
     session = payload.get("session_id")
     if event in PROMPT_EVENTS:
-        query = str(payload.get("prompt") or "").strip()
+        query = clip_task(str(payload.get("prompt") or "")).strip()
         if not query or (query.startswith("/") and " " not in query):  # a bare slash command
             return None
         filters = {"repo": repo, "agent": agent}
@@ -83,7 +84,7 @@ def respond(payload: dict[str, Any], agent: str, *, budget: int = DEFAULT_BUDGET
     if not settings.recall_index_path().exists():
         return None
     with RecallIndex(slow_embedders=False) as index:
-        hits = index.search(query[:4000], limit=limit, **filters)
+        hits = index.search(query, limit=limit, **filters)
         if strict_repo:  # at session start, only what is known about this repository
             bound = {r["path"] for r in index.get_many([h.path for h in hits]) if r["repo"]}
             hits = [h for h in hits if h.path in bound]

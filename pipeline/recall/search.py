@@ -43,6 +43,14 @@ MIN_RELATIVE = 0.25
 STATUS_PRIOR = {"approved": 1.0, "candidate": 0.85}
 #: Two results whose descriptions share this many words (Jaccard) are near-duplicates.
 DUPLICATE_JACCARD = 0.8
+#: A task is read up to this many characters: its start says what it is about, and a pasted
+#: 20 MB log would otherwise cost half a minute of tokenizing (the hook, MCP and the CLI all cut here).
+MAX_TASK_CHARS = 4000
+
+
+def clip_task(task: str) -> str:
+    """The part of a task recall reads (its first ``MAX_TASK_CHARS`` characters)."""
+    return task[:MAX_TASK_CHARS]
 
 
 class Hit(namedtuple("Hit", "name path score description status")):
@@ -158,6 +166,7 @@ class RecallIndex:
     # -- search -----------------------------------------------------------------------------------
     def search(self, query: str, *, limit: int = 5, include_candidates: bool = False,
                repo: str | None = None, language: str | None = None, agent: str | None = None) -> list[Hit]:
+        query = clip_task(query)
         if not self.snapshot.skills or not query.strip():
             return []
         statuses = set(self.servable) | ({"candidate"} if include_candidates else set())
