@@ -50,11 +50,12 @@ def _load_seen(session: str | None) -> set[str]:
 def _save_seen(session: str | None, seen: set[str]) -> None:
     if not session:
         return
+    from pipeline import private
+
     file = _seen_file(session)
     try:
-        file.parent.mkdir(parents=True, exist_ok=True)
         tmp = file.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(sorted(seen)), encoding="utf-8")
+        private.write_text(tmp, json.dumps(sorted(seen)))
         os.replace(tmp, file)
     except OSError:
         pass
@@ -129,10 +130,10 @@ def run(agent: str, *, timeout: float = DEFAULT_TIMEOUT, budget: int = DEFAULT_B
 
 
 def _log(message: str) -> None:
+    from pipeline import private
+
     try:
-        log = settings.home() / "logs" / "hook.log"
-        log.parent.mkdir(parents=True, exist_ok=True)
-        with log.open("a", encoding="utf-8") as handle:
+        with private.open_file(settings.home() / "logs" / "hook.log", "a") as handle:
             handle.write(f"{time.strftime('%Y-%m-%dT%H:%M:%S')} {message}\n")
     except OSError:
         pass

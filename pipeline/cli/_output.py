@@ -26,11 +26,10 @@ def fail(error: SkillmillError) -> None:
 def save_traceback(exc: BaseException) -> Path:
     import traceback
 
-    from pipeline import settings
+    from pipeline import private, settings
 
     path = settings.home() / "logs" / "last-error.txt"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(_redact("".join(traceback.format_exception(exc))), encoding="utf-8")
+    private.write_text(path, _redact("".join(traceback.format_exception(exc))))
     return path
 
 

@@ -414,11 +414,10 @@ def edit_command(name: str, who: str | None, library: str | None) -> None:
             if sys.stdin.isatty() and click.confirm("Edit again?", default=True, err=True):
                 text = edited
                 continue
-            from pipeline import settings
+            from pipeline import private, settings
 
             keep = settings.home() / "tmp" / f"edit-{name}.md"
-            keep.parent.mkdir(parents=True, exist_ok=True)
-            keep.write_text(edited, encoding="utf-8")
+            private.write_text(keep, edited)
             raise SkillFileError(f"{name} was not changed: the edited text is not a valid skill",
                                  hint=f"your text is kept in {keep}") from exc
     decision = review.edit(name, edited)

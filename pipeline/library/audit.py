@@ -69,7 +69,8 @@ class AuditLog:
     def append(self, *, who: str, action: Action, skill: str, **fields: object) -> AuditEntry:
         """Add one entry at the end (never rewrites a line); returns it with its seq and chain hash."""
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        with open(self.path, "a+b") as handle:
+        # Owner-only, as the skill files beside it: reasons can quote what a skill holds.
+        with os.fdopen(os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o600), "a+b") as handle:
             fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
             try:
                 handle.seek(0)

@@ -238,7 +238,7 @@ class _ProcessLock:
         with self.guard:
             if self.depth == 0:
                 self.file.parent.mkdir(parents=True, exist_ok=True)
-                self.fd = os.open(self.file, os.O_RDWR | os.O_CREAT, 0o644)
+                self.fd = os.open(self.file, os.O_RDWR | os.O_CREAT, 0o600)
                 fcntl.flock(self.fd, fcntl.LOCK_EX)
             self.depth += 1
             try:
