@@ -33,6 +33,23 @@ def save_traceback(exc: BaseException) -> Path:
     return path
 
 
+def internal_error(exc: BaseException) -> None:
+    """Say that skillmill failed (a bug), keeping the traceback in a file when the file can be written."""
+    try:
+        hint = f"the traceback is in {save_traceback(exc)}; please report it"
+    except OSError as problem:  # a full or read-only home must not turn one error into two
+        hint = f"the traceback could not be saved ({problem.strerror or problem}); please report the message above"
+    fail(SkillmillError(f"internal error: {type(exc).__name__}: {exc}", hint=hint))
+
+
+def disk_full(exc: BaseException) -> SkillmillError | None:
+    """``no space left on <dir>`` when ``exc`` comes from a full disk (see ``errors.no_space``)."""
+    from pipeline import settings
+    from pipeline.errors import no_space
+
+    return no_space(exc, places=[settings.home(), settings.library_dir()])
+
+
 def _redact(text: str) -> str:
     try:
         from pipeline.redact import redact
