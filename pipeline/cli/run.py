@@ -115,6 +115,8 @@ def _print(result: dict) -> None:
         echo(f"  = {name}")
     for name in result.get("held", []):
         echo(f"  x {name}  (rejected before; nothing new in its evidence, so not proposed again)")
+    for item in result.get("withdrawn", []):
+        echo(f"  - {item['name']}  (withdrawn from the queue: {item['reason']})")
     for item in result.get("reopened", []):
         click.secho(visible(f"  ! {item['name']} was rejected before and is back for review: {item['reason']}"),
                     fg="yellow")

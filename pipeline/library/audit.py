@@ -26,7 +26,9 @@ import orjson
 from pydantic import BaseModel, Field
 
 AUDIT_FILE = "_audit.jsonl"
-Action = Literal["approve", "reject", "deprecate", "edit", "restore", "reopen"]
+#: ``reopen`` and ``withdraw`` are a run's: a rejected skill back with new evidence; a candidate of a session
+#: version that was superseded (the session grew), taken out of the queue.
+Action = Literal["approve", "reject", "deprecate", "edit", "restore", "reopen", "withdraw"]
 
 
 class AuditEntry(BaseModel):

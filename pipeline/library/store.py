@@ -216,6 +216,24 @@ class Library:
                           reason=stored.skill.extra_metadata[memory.REOPENED])
         return stored.skill, result
 
+    def withdraw(self, name: str, reason: str, *, who: str = "skillmill run") -> bool:
+        """Take a candidate out of the queue, logged; its versions stay in ``_history/`` (``restore`` brings it back).
+
+        For a run: a candidate drafted from an earlier version of a session that has grown since.
+        The folder disappears in one rename, so a kill leaves it either queued or gone.
+        """
+        with self.lock():
+            stored = self.get(name)
+            if stored is None or stored.skill.status != "candidate":
+                return False
+            before = sha256_file(stored.file)
+            staging = Path(tempfile.mkdtemp(prefix=f".{name}.", suffix=".tmp", dir=stored.path.parent))
+            os.rename(stored.path, staging)  # over the empty staging folder
+            shutil.rmtree(staging, ignore_errors=True)
+            self.audit.append(who=who, action="withdraw", skill=name, version=stored.skill.version,
+                              status="withdrawn", before=before, after=None, reason=reason)
+            return True
+
     def remove(self, name: str) -> bool:
         existing = self.get(name)
         if existing is None:
