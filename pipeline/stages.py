@@ -22,6 +22,7 @@ from pipeline.ingest import FileReport, ingest_file, iter_files, sources, waterm
 from pipeline.ingest.watermark import Decision, Mode, Reading, Watermark
 from pipeline.library.model import Skill
 from pipeline.library.store import Library, SaveResult
+from pipeline.recall import pending as recall_pending
 from pipeline.recall.service import refresh
 from pipeline.summary import NothingReusable, Reopened, RunError, RunSummary, Withdrawn
 from pipeline.trajectory import Trajectory
@@ -317,7 +318,8 @@ def index(state: StateDB, library: Library, summary: RunSummary) -> int:
     def report(file: Path, error: SkillFileError) -> None:
         summary.errors.append(RunError(path=str(file), reason=error.message))
 
-    stored = list(library.entries(on_error=report))
-    state.sync_skills(stored)
-    state.sync_review_log(str(library.root), library.audit.entries())
-    return refresh(stored, con=state.con).skills
+    with recall_pending.publishing(library):  # what a decision killed before its republish left behind is published too
+        stored = list(library.entries(on_error=report))
+        state.sync_skills(stored)
+        state.sync_review_log(str(library.root), library.audit.entries())
+        return refresh(stored, con=state.con).skills

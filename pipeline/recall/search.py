@@ -17,13 +17,14 @@ when the best skill explains too little of the task, nothing is returned.
 from __future__ import annotations
 
 import math
+import os
 import re
 from collections import namedtuple
 from pathlib import Path
 
 from pipeline import settings
 from pipeline.errors import IndexError_
-from pipeline.recall import lexical, serving
+from pipeline.recall import lexical, pending, serving
 from pipeline.recall.text import canonical_agent, canonical_language, keywords, repo_matches
 
 TYPE_CHECKING = False  # as typing.TYPE_CHECKING, without importing typing on the hook path
@@ -41,6 +42,8 @@ MIN_COVERAGE = 0.25
 MIN_RELATIVE = 0.25
 #: Candidates rank a little below approved skills when both are asked for.
 STATUS_PRIOR = {"approved": 1.0, "candidate": 0.85}
+#: ``root`` of the skills of our own library (``pipeline.recall.index.LIBRARY``), as against indexed folders.
+LIBRARY_ROOT = "library"
 #: Two results whose descriptions share this many words (Jaccard) are near-duplicates.
 DUPLICATE_JACCARD = 0.8
 #: A task is read up to this many characters: its start says what it is about, and a pasted
@@ -198,6 +201,7 @@ class RecallIndex:
             for rank, doc in enumerate(ranking):
                 fused[doc] = fused.get(doc, 0.0) + CHANNEL_WEIGHTS[channel] / (RRF_K + rank + 1)
         rows = self._rows(list(fused))
+        behind = pending.behind()  # a decision not yet published: check that each skill is still where it was
         ranked = []
         for doc, value in fused.items():
             row = rows.get(doc)
@@ -209,7 +213,7 @@ class RecallIndex:
         hits: list[Hit] = []
         kept: list[dict[str, Any]] = []
         for value, row in ranked:
-            if any(_duplicate(row, other) for other in kept):
+            if any(_duplicate(row, other) for other in kept) or (behind and _moved(row)):
                 continue
             kept.append(row)
             hits.append(Hit(name=row["name"], path=row["path"], score=round(value * 1000, 4),
@@ -234,7 +238,9 @@ class RecallIndex:
         rows = self.snapshot.con.execute(
             f"SELECT {', '.join(cols)} FROM skills WHERE name = ?1 OR path = ?1 ORDER BY root = 'library' DESC, path",
             [name]).fetchall()
-        return [dict(zip(cols, r, strict=True)) for r in rows if r[3] in statuses]
+        behind = pending.behind()
+        found = [dict(zip(cols, r, strict=True)) for r in rows if r[3] in statuses]
+        return [row for row in found if not (behind and _moved(row))]
 
 
 _WORD = re.compile(r"[a-z0-9]+")
@@ -244,6 +250,12 @@ _PLAIN = re.compile(r"(?<![\w.])[A-Za-z][a-z]+(?!\w|\.\w)")
 def _plain_words(text: str) -> list[str]:
     """Words written as words: not identifiers, file names, numbers or hex."""
     return _PLAIN.findall(text)
+
+
+def _moved(row: dict[str, Any]) -> bool:
+    """A skill of our library whose folder no longer holds it: a decision moved it (deprecated, say) and has
+    not republished yet, or never will (killed). Served skills sit at ``<library>/<name>/``; one stat each."""
+    return row["root"] == LIBRARY_ROOT and not os.path.isfile(os.path.join(str(row["path"]), "SKILL.md"))
 
 
 def _duplicate(a: dict[str, Any], b: dict[str, Any]) -> bool:
