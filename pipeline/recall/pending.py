@@ -83,7 +83,10 @@ def publishing(library: Any) -> Iterator[None]:
     before the publish reads the library, and one marked after it replaces the marker (a new
     inode) and is left for its own publish.
     """
-    with library.lock():
+    if Path(library.root).is_dir():
+        with library.lock():
+            token = _token()
+    else:  # no library yet (``skillmill index --skills DIR`` on a new home): no decision to wait for, no lock file
         token = _token()
     yield
     if token is not None and _token() == token:
