@@ -86,3 +86,51 @@ def test_the_repo_skill_counts_what_worked_across_sessions() -> None:
     tests = [i for i in skill.procedure if i.text.startswith("Run the tests")]
     assert tests and all("<tests>" in i.text and "worked" in i.text for i in tests)
     assert all(len({e.trajectory for e in i.evidence}) >= 1 for i in skill.procedure)
+
+
+def test_quoted_separators_stay_in_their_command(tmp_path: Path) -> None:
+    """The repo skill writes each check as it ran: a ``;`` or ``&&`` inside quotes does not split it.
+
+    The real sitemaps session, with its test run preceded by an import check and followed by a
+    commit, the way agents write them. Split at every ``;``, the skill said ``python -c "import
+    django && print(django.VERSION)"`` and ``git commit -m "fix && tests"``: commands that never ran.
+    """
+    import json
+    import shlex
+
+    ran = ('python -c "import django; print(django.VERSION)" && python3 tests/runtests.py sitemaps_tests; '
+           'git commit -m "fix; tests"')
+    data = json.loads(SITEMAPS.read_text(encoding="utf-8"))
+    message = next(m for m in data["messages"] if m["role"] == "assistant"
+                   and "```bash\npython3 tests/runtests.py sitemaps_tests\n```" in m["content"])
+    message["content"] = message["content"].replace("python3 tests/runtests.py sitemaps_tests\n", ran + "\n")
+    copy = tmp_path / SITEMAPS.name
+    copy.write_text(json.dumps(data), encoding="utf-8")
+    t = trajectory(copy)
+    assert any(s.command == ran for s in t.steps)
+
+    skill = consolidate("django/django", distill(t).facts)
+    assert skill is not None
+    commands = [i.command for i in skill.procedure if i.command] + [p.command for p in skill.pitfalls if p.command]
+    [written] = [c for c in commands if "runtests.py" in c]
+    assert written == ('python -c "import django; print(django.VERSION)" && python3 tests/runtests.py sitemaps_tests '
+                       '&& git commit -m "fix; tests"')
+    for command in commands:
+        shlex.split(command)  # a command cut inside its quotes does not even parse
+
+
+def test_the_shell_split_respects_quotes_escapes_and_substitutions() -> None:
+    from pipeline.trajectory.commands import split_shell
+
+    assert split_shell('python3 -c "from sympy import Rational; print(str(Rational(2, 1)))"') == [
+        'python3 -c "from sympy import Rational; print(str(Rational(2, 1)))"']
+    assert split_shell("nl -ba astropy/units/core.py | sed -n '1700,1720p;1810,1830p'") == [
+        "nl -ba astropy/units/core.py | sed -n '1700,1720p;1810,1830p'"]
+    assert split_shell('find . -name "package.json" -exec cat {} \\; | grep -A 5 \'"scripts"\'') == [
+        'find . -name "package.json" -exec cat {} \\; | grep -A 5 \'"scripts"\'']
+    assert split_shell("echo $(date; whoami) && (cd x; make) || true") == ["echo $(date; whoami)", "(cd x; make)",
+                                                                          "true"]
+    assert split_shell("cd /testbed && python -m pytest -q; echo done") == ["cd /testbed", "python -m pytest -q",
+                                                                            "echo done"]
+    assert split_shell("cat > f.py <<'EOF'\nx = 1; y = 2\nEOF") == ["cat > f.py <<'EOF'"], "a heredoc body is not a command"
+    assert split_shell('python -c "import a\nprint(a)" && pytest') == ['python -c "import a\nprint(a)"', "pytest"]

@@ -35,8 +35,9 @@ class _Index:
         self._stamp: tuple[int, int] | None = None
 
     def get(self) -> Any:
-        from pipeline.recall import RecallIndex
+        from pipeline.recall import RecallIndex, pending
 
+        pending.repair_or_warn()  # a review decision killed before it republished: one stat when there is none
         path = settings.recall_index_path()
         st = path.stat()  # a missing index raises below with a hint
         stamp = (st.st_ino, st.st_mtime_ns)
@@ -54,6 +55,7 @@ def build_server() -> Any:
     from pipeline.errors import SkillmillError
     from pipeline.recall import feedback, pack
     from pipeline.recall.brief import skill_body
+    from pipeline.recall.search import clip_task
 
     server = MCPServer(name="skillmill", instructions=INSTRUCTIONS, version=__version__)
     index = _Index()
@@ -68,6 +70,7 @@ def build_server() -> Any:
     def recall_skills(task: str, budget: int = 2000) -> str:
         """The approved skills that fit a task, as a Markdown brief within `budget` tokens
         (name, when to use it and path of each; full text of the best ones that fit)."""
+        task = clip_task(task)  # as the hook does: a pasted 20 MB log took half a minute
         hits = _open().search(task, limit=5)
         return pack(task, hits, max(1, int(budget))).markdown()
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from pipeline.cli._output import emit_json
+from pipeline.terminal import visible
 
 
 @click.group("feedback")
@@ -47,4 +48,5 @@ def list_(as_json: bool) -> None:
         click.echo("No feedback yet.")
     for row in rows:
         counts = ", ".join(f"{v} {k}" for k, v in row["verdicts"].items())
-        click.echo(f"{row['skill']}: {counts}" + (f" — last note: {row['last_note']}" if row["last_note"] else ""))
+        note = f" — last note: {row['last_note']}" if row["last_note"] else ""  # an agent's words, via MCP
+        click.echo(visible(f"{row['skill']}: {counts}{note}"))

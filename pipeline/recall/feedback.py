@@ -20,7 +20,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from pipeline import atomic, settings
+from pipeline import atomic, private, settings
 from pipeline.errors import UsageError
 
 VERDICTS = ("helpful", "not_helpful", "wrong", "stale")
@@ -42,7 +42,7 @@ def record(skill: str, verdict: str, note: str = "", *, path: str | None = None,
     event = {"id": uuid.uuid4().hex, "skill": skill, "path": path, "verdict": verdict, "note": note or "",
              "source": source, "created_at": datetime.now(UTC).isoformat()}
     name = f"{datetime.now(UTC).strftime('%Y%m%dT%H%M%S%f')}-{event['id']}.json"
-    atomic.write(journal_dir() / name, json.dumps(event))
+    atomic.write(private.mkdir(journal_dir()) / name, json.dumps(event))
     return event
 
 
