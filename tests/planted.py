@@ -42,12 +42,14 @@ class Secret:
     value: str
     line: str  # how it appears: a realistic line holding the value
     position: str = ""  # where it was planted (user prompt, command, ...)
+    #: Other text that must not survive: the halves of a wrapped token, what base64 encodes.
+    pieces: tuple[str, ...] = ()
 
     def fragments(self) -> list[str]:
         """Substrings that must not survive anywhere: the value, and pieces of it (partial leaks)."""
         if self.kind == "private-key":
             return [line for line in self.value.splitlines() if len(line) >= 40]
-        parts = [self.value]
+        parts = [self.value, *self.pieces]
         body = self.value[-max(12, len(self.value) // 2):]
         if len(body) >= 24:
             parts += [body[:12], body[len(body) // 2 - 6:len(body) // 2 + 6], body[-12:]]
@@ -113,6 +115,45 @@ class Factory:
             ("high-entropy-string", r(44, B64), 'FERNET_MATERIAL = "{v}"'),
         ]
         return [Secret(kind, value, line.format(v=value)) for kind, value, line in values]
+
+
+    def forms(self) -> list[Secret]:
+        """Issue 12: the ways of writing a password or a token that once got through, one of each."""
+        r = self._rand
+        values = []
+
+        def pw(symbols: bool = True) -> str:
+            return r(7) + ("#%" if symbols else "") + r(5)
+
+        for line in ("PGPASSWORD={v} psql -h db.internal -U app -c 'select 1'", "export PGPASSWORD={v}",
+                     "MYSQL_PWD={v} mysqldump -u root billing > billing.sql", "mysql -u root -p'{v}' billing",
+                     "mysql -h db.internal -u root -p{v} billing", "mysqldump --password={v} billing",
+                     "sshpass -p '{v}' ssh deploy@10.0.4.12 'systemctl restart api'",
+                     "docker login -u ci-bot -p {v} registry.internal:5000",
+                     "curl -u deploy:{v} https://ci.internal/api/jobs", "curl --user deploy:{v} -X POST https://ci.internal/x",
+                     'psql "host=db.internal user=app password={v} dbname=prod"',
+                     "echo '{v}' | sudo -S systemctl restart nginx", "printf '%s\\n' '{v}' | sudo -S apt-get install -y jq",
+                     "machine api.internal login deploy password {v}"):
+            values.append(("password", pw(symbols="'" in line), line))
+        for line in ("the staging password is {v}", "пароль от базы: {v}", "Das Passwort für staging lautet {v}",
+                     "le mot de passe de la base est {v}", "la contraseña de staging es {v}", "a senha do banco é {v}",
+                     "数据库密码是 {v}", "パスワードは {v} です"):
+            values.append(("password", pw(symbols=False), line))
+        secrets = [Secret(kind, value, line.format(v=value)) for kind, value, line in values]
+        token = f"ghp_{r(36)}"
+        # cut by a terminal 80 columns wide, the rest indented on the next line
+        secrets.append(Secret("github-token", token, f"export GH_TOKEN={token[:21]}\n    {token[21:]}",
+                              pieces=(token[:21], token[21:])))
+        key = f"sk-proj-{r(74, URLSAFE)}T3BlbkFJ{r(74, URLSAFE)}"
+        encoded = base64.b64encode(f"OPENAI_API_KEY={key}\nLOG_LEVEL=info\n".encode()).decode()
+        secrets.append(Secret("base64-secret", encoded, f"data:\n  .env: {encoded}\ntype: Opaque", pieces=(key,)))
+        encoded = base64.b64encode(f"export OPENAI_API_KEY={key}".encode()).decode()
+        secrets.append(Secret("base64-secret", encoded, f"echo {encoded} | base64 -d >> ~/.bashrc", pieces=(key,)))
+        return secrets
+
+
+#: Placeholder kinds of :meth:`Factory.forms`.
+FORM_KINDS = ("password", "github-token", "base64-secret")
 
 
 def block(secrets: list[Secret]) -> str:
