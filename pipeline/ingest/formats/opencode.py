@@ -39,6 +39,7 @@ from pipeline.ingest.formats._common import (
 )
 from pipeline.ingest.reader import Probe, load_json
 from pipeline.ingest.report import FileReport
+from pipeline.redact import sanitize
 from pipeline.trajectory import Trajectory, TrajectoryBuilder
 from pipeline.trajectory.builder import parse_time
 
@@ -282,7 +283,7 @@ class _Session:
               parent_session_id=info.get("parentID") if isinstance(info.get("parentID"), str) else None,
               cwd=directory, model=self.models.most_common(1)[0][0] if self.models else None,
               started_at=parse_time(times.get("created")), ended_at=parse_time(times.get("updated")))
-        root = self.root or b.fields.get("cwd")
+        root = sanitize(self.root) if self.root else b.fields.get("cwd")  # redacted, as the cwd is
         b.set(repo=PurePosixPath(root).name if isinstance(root, str) and root not in ("", "/") else None)
         b.task = pick_task(self.prompts)
         return b.build()
