@@ -65,8 +65,9 @@ _SUDO_HERESTRING = _rx(rb"sudo\b[^\n|;&]{0,80}?[ \t]-[A-Za-z]*S\b[^\n|;&]{0,200}
 #: .netrc: ``machine <host> [login <user>] [account <a>] password <p>`` (or ``default ...``),
 #: separated by blanks or new lines (real or JSON-escaped).
 _SEP = rb"(?:[ \t\r\n]|\\[nrt])+"
-#: A word starts here: after a non-word character or a JSON-escaped line break (``\\nmachine``).
-_WORD_START = rb"(?:(?<![\w.-])|(?<=\\[nrt]))"
+#: A word starts here: after a non-word character, a JSON-escaped line break (``\\nmachine``) or
+#: the '-' opening a line a diff removed.
+_WORD_START = rb"(?:(?<![\w.-])|(?<=\\[nrt])|(?<=^-)|(?<=\n-)|(?<=\\n-))"
 _NETRC = _rx(_WORD_START + rb"(?:machine" + _SEP + rb"[^\s\\]+|default)(?:" + _SEP + rb"(?:login|account|port)" + _SEP +
              rb"[^\s\\]+)*" + _SEP + rb"password" + _SEP + _VALUE)
 #: libpq key=value connection strings: ``password=`` next to ``host=`` / ``dbname=`` / ``user=``.

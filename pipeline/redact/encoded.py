@@ -2,17 +2,18 @@
 
 * **Wrapped tokens.** A terminal or an editor cuts a long token at the end of a line and goes
   on with it on the next one, often indented: ``ghp_abc...`` / ``    ...xyz`` (real or
-  JSON-escaped line breaks). The provider-token rules run on the two parts joined; the whole
-  span, line break included, is redacted under the token's kind. A token complete on its own
-  line is not joined with a plain word that follows it.
+  JSON-escaped line breaks, lines of a diff or a quote). The provider-token rules run on the two
+  parts joined; the whole span, line break included, is redacted under the token's kind. A
+  token complete on its own line is not joined with a plain word that follows it.
 * **base64.** A kubectl Secret's ``data:`` values, ``echo ... | base64 -d``, a ``.env`` stored
   as a secret: runs of standard base64 of at least 24 characters whose first bytes decode to
   printable text are decoded, and every other detector runs on the result; if they find
   anything, the whole run is redacted as ``base64-secret``.
 
-Both walk the runs of token characters the token scanner computes anyway (``View.runs``) and
-look at a few bytes around each; decoding happens only for runs whose first characters can be
-base64 of printable text (about one in twenty random runs), and only up to ``_MAX_DECODE``.
+Both ride on the token scanner's one pass over the runs of token characters (``View.runs``):
+it asks :class:`WrappedTokens` about runs that touch a line break, and notes runs that may open
+base64 of printable text (``View.base64_starts``). Decoding happens only where the first
+characters of three 4-character groups fit (about one random run in twenty), up to ``_MAX_DECODE``.
 """
 
 from __future__ import annotations
@@ -25,8 +26,9 @@ from pipeline.redact.heuristics import is_wordlike
 from pipeline.redact.rules import MIN_RUN, PRIORITY_PROVIDER, Candidate, TokenRule, View
 
 # -- wrapped tokens ---------------------------------------------------------------------------
-#: A line break (``\r\n``, ``\n`` or their JSON escapes) and the next line's indentation.
-_BREAK = re.compile(rb"(?:\r?\n|\\r\\n|\\n)(?:[ \t]|\\t)*")
+#: A line break (``\r\n``, ``\n`` or their JSON escapes), then the next line's diff or quote
+#: marker (``+``, ``-``, ``>``) and indentation: a wrapped line of a diff goes on as ``+    rest``.
+_BREAK = re.compile(rb"(?:\r?\n|\\r\\n|\\n)[-+>]?(?:[ \t]|\\t)*")
 _TOKEN = re.compile(rb"[A-Za-z0-9_-]+")
 _TOKEN_BYTES = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-")
 
@@ -55,6 +57,8 @@ class WrappedTokens:
         i = start
         while i > 0 and data[i - 1] in b" \t":
             i -= 1
+        if data[i - 1:i] in (b"+", b"-", b">"):  # a diff's or a quote's line marker
+            i -= 1
         if data[i - 1:i] == b"\n":
             brk = i - 1 - (data[i - 2:i - 1] == b"\r")
         elif data[i - 2:i] == b"\\n":
@@ -66,6 +70,8 @@ class WrappedTokens:
             head -= 1
         if brk - head < 2 or brk - head >= MIN_RUN or (head and data[head - 1] in _TOKEN_BYTES):
             return None  # no first part, or one long enough to be a run of its own (first_part's case)
+        if data[head:head + 1] == b"-":
+            head += 1  # a removed line of a diff: '-' is a token character
         rules = self.by_start.get(data[head:head + 2])
         return None if rules is None else self._match(view, rules, head, brk, start, end)
 

@@ -9,7 +9,8 @@ hooks, whole private-key blocks, tokens as URL userinfo, and the context rules i
 ``assignments.py``.
 
 Speed (ingest reads GBs): rules look at a :class:`View` of the text -- its ASCII bytes, one
-byte per character so positions hold in the text. Provider tokens are found in one pass:
+byte per character so positions hold in the text, and the words rules gate on, each searched
+once (``View.has``; a short text is searched for all of them at once, ``View.quiet``). Provider tokens are found in one pass:
 ``bytes.translate`` marks token characters, a literal search finds the runs of 16 or more,
 and each run is dispatched on its first two characters to the few patterns that can start
 there. Thirty patterns run one after the other would scan the text thirty times.
@@ -58,7 +59,7 @@ _ESCAPE_LETTERS = frozenset(b"ntr")
 _BASE64_LEAD = frozenset(b"IJKLMNOPQRSTUVWXYZabcdef")
 _BASE64_RUN = 20
 _LINE_BREAK = frozenset(b"\r\n\\")  # a run followed by one of these may go on on the next line
-_LINE_START = frozenset(b" \t\nn")  # ... and one after these may go on from the line before
+_LINE_START = frozenset(b" \t\nn+->")  # ... and one after these may go on from the line before
 
 
 class Wrapped(Protocol):
@@ -237,6 +238,8 @@ class TokenScanner:
         for start, end in view.runs():
             if start and data[start - 1] == 0x5C and data[start] in _ESCAPE_LETTERS:
                 start += 1  # JSON-escaped text: `\nghp_...` -- the run began with the escape's letter
+            if data[start] == 0x2D and start and (data[start - 1] == 0x0A or data[start - 2:start] == b"\\n"):
+                start += 1  # a removed line of a diff, `-ghp_...`: no token starts with '-'
             if data[start] in _BASE64_LEAD and end - start >= _BASE64_RUN and not (start and data[start - 1] in b"+/"):
                 base64_starts.append(start)
             if start and data[start - 1] == 0x2E:  # '.': SG.<run>, ya29.<run>
