@@ -163,12 +163,14 @@ def block(secrets: list[Secret]) -> str:
 class Planter:
     """Plants a fresh secret set per position; remembers what went where."""
 
-    def __init__(self, seed: int = 4) -> None:
+    def __init__(self, seed: int = 4, *, forms: bool = False) -> None:
         self.factory = Factory(seed)
+        self.forms = forms  # plant Factory.forms() (issue 12) instead of Factory.secrets()
         self.planted: dict[str, list[Secret]] = {}
 
     def take(self, position: str) -> str:
-        secrets = [replace(s, position=position) for s in self.factory.secrets()]
+        fresh = self.factory.forms() if self.forms else self.factory.secrets()
+        secrets = [replace(s, position=position) for s in fresh]
         self.planted.setdefault(position, []).extend(secrets)
         return block(secrets)
 
@@ -309,6 +311,41 @@ class Planter:
         return target
 
 
+    # -- OpenHands (an exported event list) ------------------------------------------------
+    def openhands(self, source: Path, target: Path) -> Path:
+        events = orjson.loads(source.read_bytes())
+        password = self.factory._rand(14)
+        ids: dict[str, str] = {}
+        done: set[str] = set()
+        for event in events:
+            args = event.get("args") if isinstance(event.get("args"), dict) else {}
+            kind = event.get("action") or f"observation:{event.get('observation')}"
+            if kind == "message" and event.get("source") == "user" and "user prompt" not in done:
+                args["content"] = f"{self.take('user prompt')}\n{args.get('content', '')}"
+                done.add("user prompt")
+            elif kind == "message" and event.get("source") == "agent" and "assistant text" not in done:
+                args["content"] = f"{args.get('content', '')}\nConfigured with:\n{self.take('assistant text')}"
+                done.add("assistant text")
+            elif kind == "run" and "command" not in done:
+                args["command"] = f"{args.get('command', '')}\n{self.take('command')}"
+                done.add("command")
+            elif kind == "observation:run" and "tool output" not in done:
+                event["content"] = f"{event.get('content', '')}\n{self.take('tool output')}"
+                done.add("tool output")
+            elif kind == "observation:edit" and "edit output" not in done:
+                event["content"] = f"{event.get('content', '')}\n{self.take('edit output')}"
+                done.add("edit output")
+            meta = event.get("tool_call_metadata")
+            if isinstance(meta, dict) and isinstance(meta.get("tool_call_id"), str):
+                # The field issue 12 found stored unredacted: the same id on an action and its observation.
+                original = meta["tool_call_id"]
+                meta["tool_call_id"] = ids.setdefault(original, f"https://ci:{password}@git.internal/{original}")
+        self.planted.setdefault("tool_call_id", []).append(
+            Secret("url-password", password, f"https://ci:{password}@git.internal/", position="tool_call_id"))
+        target.write_bytes(orjson.dumps(events))
+        return target
+
+
 def _append(content: Any, text: str) -> Any:
     if isinstance(content, str):
         return content + text
@@ -362,4 +399,5 @@ SOURCES: dict[str, tuple[Callable[[Planter, Path, Path], Path], str]] = {
     "mini-swe-agent": (Planter.mini_swe_agent,
                        "mini_swe_agent/swebench_verified_gemini-3-pro/resolved/django__django-16255.traj.json"),
     "codex": (Planter.codex, "codex/codemie-code/rollout-2026-05-11T11-26-55-019e1625-789d-76c0-80ab-3724b5ddb799.jsonl"),
+    "openhands": (Planter.openhands, "openhands/runtime_replay_trajs/basic_gui_mode.json"),
 }

@@ -12,7 +12,6 @@ import json
 import shutil
 from pathlib import Path
 
-import pytest
 from click.testing import CliRunner
 
 from pipeline.cli import main
@@ -106,7 +105,6 @@ def test_the_mcp_tool_redacts_and_cuts_a_note_and_says_so(skills_corpus: Path, t
     assert "[REDACTED:" in events[0]["note"] and events[1]["note"].endswith("kept]")
 
 
-@pytest.mark.parametrize("name", ["x" * (feedback.MAX_NAME + 1)])
-def test_a_skill_name_that_cannot_be_one_is_refused(name: str) -> None:
-    code, out = cli("feedback", "add", name, "helpful")
+def test_a_skill_name_that_cannot_be_one_is_refused() -> None:
+    code, out = cli("feedback", "add", "x" * 1000, "helpful")
     assert code == 2 and "names have at most" in out

@@ -24,6 +24,8 @@ CONTEXTS = {
     "JSON-escaped": lambda line: json.dumps({"command": line}),
     "after non-ASCII text": lambda line: f"設定しました 🎉 ✓\n{line}",
     "after a new line, JSON-escaped": lambda line: json.dumps(f"$ history\n{line}\n"),
+    "added by a diff": lambda line: "@@ -1,2 +1,4 @@\n" + "".join(f"+{part}\n" for part in line.split("\n")),
+    "removed by a diff": lambda line: "@@ -1,4 +1,2 @@\n" + "".join(f"-{part}\n" for part in line.split("\n")),
 }
 
 
