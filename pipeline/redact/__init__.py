@@ -14,11 +14,13 @@ load on first use.
 to redact ("the staging password is tulip"): review flags such a skill ``possible-secret``.
 """
 
+import re
+
 from pipeline.redact.engine import PLACEHOLDER_RE, Finding, Redactor, current, placeholder, redact, sanitize
 from pipeline.redact.sanitized import EMPTY, Sanitized, collecting, fallback_count
 
 
-def prose_password(text: str):  # type: ignore[no-untyped-def]  # -> re.Match[str] | None
+def prose_password(text: str) -> re.Match[str] | None:
     """See :func:`pipeline.redact.prose.prose_password` (imported on first use, like the detectors)."""
     from pipeline.redact.prose import prose_password as find
 

@@ -38,15 +38,17 @@ def _rx(pattern: bytes) -> re.Pattern[bytes]:
     return re.compile(pattern)
 
 
-#: (anchor, pattern): the pattern runs when the (lower-cased) text holds its anchor. Each
-#: pattern starts with its anchor, a literal the regex engine finds fast.
+#: (anchor, pattern): the pattern runs when the (lower-cased) text holds its anchor. Every
+#: pattern here starts with a literal, which the regex engine finds fast; a pattern starting
+#: with a lookbehind or an alternation is tried at every position of a text (~100 MB/s), so
+#: where a word must start, ``_word_start`` checks it after the match.
 _FLAGS: list[tuple[bytes, re.Pattern[bytes]]] = [
     # mysql: the value is glued to -p, or follows --password= (``--password value`` prompts)
     *((tool, _rx(tool + rb"[\w-]*\b" + _SEGMENT + rb"[\s\"'](?:-p(?=[^\s-])|--password=)" + _VALUE))
       for tool in (b"mysql", b"mariadb")),
     (b"sshpass", _rx(rb"sshpass(?:" + _BLANKS + rb"(?:-[fdP][ \t]*\S+|-[evhV]))*" + _BLANKS + rb"-p[ \t]*" + _VALUE)),
     # docker login, podman login, helm registry login ...: the login comes first, the tool before it
-    (b"login", _rx(rb"(?<=[ \t])login\b" + _SEGMENT + rb"[\s\"'](?:-p|--password)(?:=|[ \t]+)" + _VALUE)),
+    (b"login", _rx(rb"login\b" + _SEGMENT + rb"[\s\"'](?:-p|--password)(?:=|[ \t]+)" + _VALUE)),
     (b"mongo", _rx(rb"mongo(?:sh|dump|restore|export|import)?\b" + _SEGMENT +
                    rb"[\s\"'](?:-p|--password)(?:=|[ \t]+)" + _VALUE)),
 ]
@@ -59,20 +61,28 @@ _CURL = _rx(rb"curl\b" + _SEGMENT + rb"[\s\"'](?:-u|-U|--user|--proxy-user)(?:=|
 #: The echoed word may end with an escaped new line (``printf 'pw\\n'``), which is not part of it.
 _ECHOED = (rb"(?:\\?'(?P<s>[^'\n\\]{1,256})(?:\\{1,2}n)?\\?'|\\?\"(?P<d>[^\"\n\\]{1,256})(?:\\{1,2}n)?\\?\""
            rb"|(?P<b>[^\s'\"|;&<>()`\\]{1,256}))")
-_ECHO_SUDO = _rx(rb"(?:echo|printf)(?:[ \t]+-[neE]+)*(?:[ \t]+\\?['\"]?%s(?:\\{1,2}n)?\\?['\"]?)?[ \t]+" + _ECHOED +
-                 rb"[ \t]*\|[ \t]*sudo\b[^\n|;&]{0,80}?[ \t]-[A-Za-z]*S")
+_ECHO_SUDO = tuple(_rx(command + rb"(?:[ \t]+-[neE]+)*(?:[ \t]+\\?['\"]?%s(?:\\{1,2}n)?\\?['\"]?)?[ \t]+" + _ECHOED +
+                       rb"[ \t]*\|[ \t]*sudo\b[^\n|;&]{0,80}?[ \t]-[A-Za-z]*S") for command in (b"echo", b"printf"))
 _SUDO_HERESTRING = _rx(rb"sudo\b[^\n|;&]{0,80}?[ \t]-[A-Za-z]*S\b[^\n|;&]{0,200}?<<<[ \t]*" + _VALUE)
 #: .netrc: ``machine <host> [login <user>] [account <a>] password <p>`` (or ``default ...``),
 #: separated by blanks or new lines (real or JSON-escaped).
 _SEP = rb"(?:[ \t\r\n]|\\[nrt])+"
-#: A word starts here: after a non-word character, a JSON-escaped line break (``\\nmachine``) or
-#: the '-' opening a line a diff removed.
-_WORD_START = rb"(?:(?<![\w.-])|(?<=\\[nrt])|(?<=^-)|(?<=\n-)|(?<=\\n-))"
-_NETRC = _rx(_WORD_START + rb"(?:machine" + _SEP + rb"[^\s\\]+|default)(?:" + _SEP + rb"(?:login|account|port)" + _SEP +
-             rb"[^\s\\]+)*" + _SEP + rb"password" + _SEP + _VALUE)
+_NETRC = tuple(_rx(entry + rb"(?:" + _SEP + rb"(?:login|account|port)" + _SEP + rb"[^\s\\]+)*" + _SEP +
+                   rb"password" + _SEP + _VALUE) for entry in (rb"machine" + _SEP + rb"[^\s\\]+", rb"default"))
 #: libpq key=value connection strings: ``password=`` next to ``host=`` / ``dbname=`` / ``user=``.
-_CONNINFO_PASSWORD = _rx(_WORD_START + rb"password[ \t]*=[ \t]*" + _VALUE)
-_CONNINFO_KEY = _rx(_WORD_START + rb"(?:host|hostaddr|dbname|user|port|sslmode)[ \t]*=")
+_CONNINFO_PASSWORD = _rx(rb"password[ \t]*=[ \t]*" + _VALUE)
+_CONNINFO_KEY = _rx(rb"(?<![\w.-])(?:host|hostaddr|dbname|user|port|sslmode)[ \t]*=")
+_WORD_BYTES = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-")
+
+
+def _word_start(data: bytes, i: int) -> bool:
+    """Does a word start at ``i``: after a non-word character, a JSON-escaped line break
+    (``\\nmachine``), or the '-' opening a line a diff removed?"""
+    if i == 0 or data[i - 1] not in _WORD_BYTES:
+        return True
+    if data[i - 2:i] in (b"\\n", b"\\r", b"\\t"):
+        return True
+    return data[i - 1] == 0x2D and (i == 1 or data[i - 2] == 0x0A or data[i - 3:i - 1] == b"\\n")
 
 
 def _literal(value: str) -> bool:
@@ -105,21 +115,22 @@ class CommandLineRule:
         for anchor, pattern in _FLAGS if flags else ():
             if view.has(anchor):
                 for match in pattern.finditer(data):
-                    if anchor == b"login" and not _LOGIN_TOOLS.search(data, max(0, match.start() - 80),
-                                                                       match.start()):
+                    if anchor == b"login" and not (data[match.start() - 1:match.start()] in (b" ", b"\t") and
+                                                   _LOGIN_TOOLS.search(data, max(0, match.start() - 80), match.start())):
                         continue
                     yield from self._value(match, text)
         if view.has(b"curl"):
             for match in _CURL.finditer(data):
                 yield from self._value(match, text)
         if view.has(b"sudo"):
-            for pattern in (_ECHO_SUDO, _SUDO_HERESTRING):
+            for pattern in (*_ECHO_SUDO, _SUDO_HERESTRING):
                 for match in pattern.finditer(data):
                     yield from self._value(match, text)
         if view.has(b"pass") and view.has(b"password"):
-            if view.has(b"machine") or view.has(b"default login"):
-                for match in _NETRC.finditer(data):
-                    yield from self._value(match, text)
+            for anchor, pattern in zip((b"machine", b"default login"), _NETRC, strict=True):
+                for match in pattern.finditer(data) if view.has(anchor) else ():
+                    if _word_start(data, match.start()):
+                        yield from self._value(match, text)
             yield from self._conninfo(data, text)
 
     @staticmethod
@@ -131,6 +142,8 @@ class CommandLineRule:
     @staticmethod
     def _conninfo(data: bytes, text: str) -> Iterator[Candidate]:
         for match in _CONNINFO_PASSWORD.finditer(data):
+            if not _word_start(data, match.start()):
+                continue
             start, end = _value_span(match)
             line_start = max(data.rfind(b"\n", 0, match.start()), match.start() - 200)
             line_end = data.find(b"\n", end, end + 200)

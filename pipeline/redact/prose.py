@@ -56,11 +56,12 @@ _ANCHORS = (b"pass", b"pw")
 #: Searched only in text that is not pure ASCII, where other languages are: every search of
 #: all text costs ~2% of the redactor's time. (So "Kennwort ist X" in pure ASCII text is not
 #: redacted; ``prose_password``, for review flags, searches for every anchor.)
-_FOREIGN_ANCHORS = (b"kennwort", b"senha", b"contrase")
+_FOREIGN_ANCHORS = (b"kennwort", b"senha")
 _FOREIGN = ("ароль", "АРОЛЬ", "密码", "パスワード", "contraseña")
-#: The non-ASCII words as JSON escapes them (lower-case hex, as Python's json writes it).
-_ESCAPED_FOREIGN = tuple(w.encode("ascii", "backslashreplace").replace(b"\\x", b"\\u00").lower()
-                         for w in ("ароль", "密码", "パスワード", "contraseña"))
+#: The non-ASCII words as JSON escapes them (lower-case hex, as Python's json writes it): one
+#: pattern, whose common start ``\\u`` the regex engine searches for as a literal.
+_ESCAPED_FOREIGN = re.compile(b"|".join(re.escape(w.encode("ascii", "backslashreplace").replace(b"\\x", b"\\u00"))
+                                        for w in ("ароль", "密码", "パスワード", "contraseña")))
 _UNICODE_ESCAPE = re.compile(r"\\u([0-9a-fA-F]{4})|\\[nrt]")
 _PASS_WORDS = (b"password", b"passwd", b"passphrase", b"passcode", b"passwort")
 #: Words that say something about a password rather than being one.
@@ -132,7 +133,7 @@ def _statements(view: View, *, every_anchor: bool = False) -> Iterator[tuple[re.
             raw = match.group("value")
             start = text.find(raw.encode("ascii", "backslashreplace").decode().replace("\\x", "\\u00"), position)
         else:
-            match = _STATEMENT.search(text, window_start, position + 160)
+            match = _STATEMENT.search(text, window_start, position + 320)
             if match is None or match.start() <= seen:
                 continue
             start = match.start("value")
@@ -150,7 +151,9 @@ def _anchor_positions(view: View, every_anchor: bool) -> list[int]:
     positions: list[int] = []
     lower = view.lower
     ascii_only = view.text.isascii()
-    anchors = _ANCHORS + _FOREIGN_ANCHORS + _ESCAPED_FOREIGN if every_anchor or not ascii_only else _ANCHORS
+    anchors = _ANCHORS + _FOREIGN_ANCHORS if every_anchor or not ascii_only else _ANCHORS
+    if every_anchor and view.has(b"\\u"):
+        positions += [match.start() for match in _ESCAPED_FOREIGN.finditer(lower)]
     for anchor in anchors:
         if view.has(anchor):
             position = lower.find(anchor)

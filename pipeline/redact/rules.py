@@ -59,7 +59,7 @@ _ESCAPE_LETTERS = frozenset(b"ntr")
 _BASE64_LEAD = frozenset(b"IJKLMNOPQRSTUVWXYZabcdef")
 _BASE64_RUN = 20
 _LINE_BREAK = frozenset(b"\r\n\\")  # a run followed by one of these may go on on the next line
-_LINE_START = frozenset(b" \t\nn+->")  # ... and one after these may go on from the line before
+_LINE_START = frozenset(b" \t\n\\n+->")  # ... and one after these may go on from the line before
 
 
 class Wrapped(Protocol):
@@ -252,7 +252,8 @@ class TokenScanner:
                 if end - start in (35, 36) and data[start + 32:start + 35] == b"-us" and \
                         _MAILCHIMP.fullmatch(data, start, end):
                     yield Candidate(start, end, "mailchimp-key", PRIORITY_PROVIDER)
-                elif wrapped is not None and start and data[start - 1] in _LINE_START:
+                elif wrapped is not None and start and data[start - 1] in _LINE_START and (
+                        start < 2 or data[start - 2] in _LINE_START):  # a line break, then indentation
                     joined = wrapped.second_part(view, start, end)
                     if joined is not None:
                         yield joined
