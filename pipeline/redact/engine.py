@@ -36,6 +36,7 @@ _WORD = re.compile(r"[A-Za-z0-9_.-]+")
 _WORD_MAX = 128
 
 
+
 @dataclass(frozen=True, slots=True)
 class Finding:
     """Where a secret is: ``text[start:end]``. The value itself is never stored."""
@@ -76,6 +77,12 @@ class Redactor:
         self._word_rules = [r for r in self.rules if isinstance(r, _ConfigRule | rules.TokenScanner
                                                                    | encoded.Base64Rule)]
         self._min_word = _MIN_TEXT if extra_patterns else rules.MIN_RUN
+        # ... and only if it starts like a provider token or like base64 of text: call ids
+        # (toolu_..., call_...) and tool names, redacted by the thousand, mostly stop here.
+        self._word_starts = frozenset(start.decode() for rule in self._word_rules if isinstance(rule, rules.TokenScanner)
+                                      for start in rule.by_start)
+        self._base64_lead, self._base64_run = frozenset(map(chr, rules.BASE64_LEAD)), rules.BASE64_RUN
+        self._check_every_word = bool(extra_patterns)
         self._view, self._aws_pairs = rules.View, rules.aws_pairs  # not an import per text
 
     def find(self, text: str) -> list[Finding]:
@@ -83,7 +90,10 @@ class Redactor:
         if len(text) <= _WORD_MAX and _WORD.fullmatch(text):
             if len(text) < self._min_word:
                 return []  # shorter than any token (and no pattern of the user's to try)
-            return self._find(text, self._word_rules)
+            if self._check_every_word or "." in text or "-us" in text or text[:2] in self._word_starts or (
+                    text[0] in self._base64_lead and len(text) >= self._base64_run):
+                return self._find(text, self._word_rules)
+            return []
         return self._find(text, self.rules)
 
     def _find(self, text: str, rules: list[_Rule]) -> list[Finding]:

@@ -56,8 +56,8 @@ _ESCAPE_LETTERS = frozenset(b"ntr")
 #: The first character of base64 of printable ASCII (the top 6 bits of 0x20-0x7e), and the
 #: shortest run worth decoding: base64 of printable text rarely holds '+' or '/' (only for
 #: '>', '?' and '~'), so a span of it nearly always begins with a long run.
-_BASE64_LEAD = frozenset(b"IJKLMNOPQRSTUVWXYZabcdef")
-_BASE64_RUN = 20
+BASE64_LEAD = frozenset(b"IJKLMNOPQRSTUVWXYZabcdef")
+BASE64_RUN = 20
 _LINE_BREAK = frozenset(b"\r\n\\")  # a run followed by one of these may go on on the next line
 _LINE_START = frozenset(b" \t\n\\n+->")  # ... and one after these may go on from the line before
 
@@ -240,7 +240,7 @@ class TokenScanner:
                 start += 1  # JSON-escaped text: `\nghp_...` -- the run began with the escape's letter
             if data[start] == 0x2D and start and (data[start - 1] == 0x0A or data[start - 2:start] == b"\\n"):
                 start += 1  # a removed line of a diff, `-ghp_...`: no token starts with '-'
-            if data[start] in _BASE64_LEAD and end - start >= _BASE64_RUN and not (start and data[start - 1] in b"+/"):
+            if data[start] in BASE64_LEAD and end - start >= BASE64_RUN and not (start and data[start - 1] in b"+/"):
                 base64_starts.append(start)
             if start and data[start - 1] == 0x2E:  # '.': SG.<run>, ya29.<run>
                 dotted = self._dotted(view, start)
