@@ -6,7 +6,8 @@ Tools:
   a token budget (the same ranking as ``skillmill recall``);
 * ``get_skill(name)`` — one skill's full SKILL.md (by name, or by the path recall gave);
 * ``skill_feedback(name, verdict, note)`` — helpful / not_helpful / wrong / stale; journaled at
-  once (never blocked by a running nightly), then fed into ranking and review.
+  once (never blocked by a running nightly), then fed into ranking and review. The note is
+  redacted and cut to 4,000 characters (``pipeline.recall.feedback.MAX_NOTE``).
 
 The index is reopened when a run publishes a new one, so a long-lived server never serves
 yesterday's skills.
@@ -92,12 +93,15 @@ def build_server() -> Any:
     def skill_feedback(name: str, verdict: Literal["helpful", "not_helpful", "wrong", "stale"],
                        note: str = "") -> str:
         """Say whether a skill helped: helpful, not_helpful, wrong (it misled) or stale (outdated).
-        Recorded for ranking and for the people who review skills."""
+        Recorded for ranking and for the people who review skills. Keep the note to a few
+        sentences (at most 4,000 characters; a longer one is cut) and leave secrets out of it."""
+        feedback.check(name, note, cut=True)
         found = _open().get(name)
         path = found[0]["path"] if found else None
-        event = feedback.record(name, verdict, note, path=path, source="mcp")
+        event = feedback.record(name, verdict, note, path=path, source="mcp", cut=True)
         known = "" if found else " (no approved skill has this name; kept anyway)"
-        return f"Recorded {event['verdict']} for {name}{known}. Thank you."
+        cut = f" Your note was cut to {feedback.MAX_NOTE:,} characters." if len(note) > feedback.MAX_NOTE else ""
+        return f"Recorded {event['verdict']} for {event['skill']}{known}.{cut} Thank you."
 
     return server
 

@@ -17,13 +17,16 @@ def command() -> None:
 @command.command("add")
 @click.argument("name")
 @click.argument("verdict", type=click.Choice(["helpful", "not_helpful", "wrong", "stale"]))
-@click.option("--note", default="", help="What happened.")
+@click.option("--note", default="", help="What happened, in at most 4,000 characters (secrets in it are redacted).")
 def add(name: str, verdict: str, note: str) -> None:
-    """Record a verdict on skill NAME (what the MCP tool skill_feedback does)."""
+    """Record a verdict on skill NAME (what the MCP tool skill_feedback does).
+
+    The note is redacted before it is stored; a note over 4,000 characters is refused.
+    """
     from pipeline.recall import feedback
 
     event = feedback.record(name, verdict, note, source="cli")
-    click.echo(f"Recorded {event['verdict']} for {name}.")
+    click.echo(f"Recorded {event['verdict']} for {event['skill']}.")
 
 
 @command.command("list")
