@@ -9,7 +9,8 @@ Prints, next to baselines measured in the same run:
   (b) the raw bytes of every corpus file (the ``skillmill redact`` path); baselines: detect-secrets'
   own line-by-line scan with its default plugins, and ``orjson.loads`` of the same files;
 * recall on planted secrets: every kind, fresh values per seed, in four contexts (as is, in prose,
-  JSON-escaped, after non-ASCII text), found whole and named right; then planted into every
+  JSON-escaped, after non-ASCII text), found whole and named right; the same for issue 12's forms
+  (passwords on command lines and in prose, wrapped tokens, base64); then both planted into every
   position of real sessions of each registered format, parsed, and searched for in the result;
 * false positives on the real corpus: every redaction, with its kind and a masked context, split
   into "provider token", "credential-shaped value under a secret's name" and "other" (read
@@ -36,7 +37,7 @@ from pipeline.ingest import ingest_file, iter_files  # noqa: E402
 from pipeline.plugins import registered_formats  # noqa: E402
 from pipeline.redact import Redactor  # noqa: E402
 from pipeline.redact.scan import mask  # noqa: E402
-from tests.planted import B64, KINDS, SOURCES, Factory, Planter  # noqa: E402
+from tests.planted import B64, KINDS, SOURCES, Factory, Planter, Secret  # noqa: E402
 
 PROVIDER = {"openai-api-key", "anthropic-api-key", "aws-access-key-id", "aws-secret-key", "github-token",
             "github-fine-grained-token", "gitlab-token", "slack-token", "slack-webhook", "stripe-key",
@@ -174,25 +175,42 @@ def recall(redactor: Redactor, corpus: Path, seeds: int) -> None:
     print(f"  overall: {100 * overall:.2f}% found, {100 * sum(named.values()) / sum(total.values()):.2f}% named right;"
           f" kinds missed: {missed or 'none'}")
 
+    forms = [(s.kind, s.line.split(" ", 1)[0]) for s in Factory(0).forms()]
+    print(f"\n== Recall on issue 12's forms ({len(forms)} forms x {seeds} seeds x {len(CONTEXTS)} contexts)")
+    caught: Counter[int] = Counter()
+    for seed in range(seeds):
+        for number, secret in enumerate(Factory(seed).forms()):
+            for wrap in CONTEXTS.values():
+                redacted = redactor.redact(wrap(secret.line))[0]
+                caught[number] += not _left(secret, redacted)
+    total = seeds * len(CONTEXTS)
+    missed = [f"{kind} ({word})" for number, (kind, word) in enumerate(forms) if caught[number] < total]
+    print(f"  {sum(caught.values())}/{total * len(forms)} redacted whole; forms missed at least once: {missed or 'none'}")
+
     print("\n== Planted into every position of real sessions, then parsed")
     registered = {f.name for f in registered_formats()}
     for fmt, (method, relative) in SOURCES.items():
         if fmt not in registered:
             print(f"  {fmt:<15} skipped: format not registered")
             continue
-        planter = Planter(seed=100)
-        target = Path("/tmp") / f"skillmill-bench-{Path(relative).name}"
-        method(planter, corpus / relative, target)
-        _, trajectories = ingest_file(target)
-        stored = "".join(t.model_dump_json() for t in trajectories)
-        leaks = Counter(s.position for s in planter.secrets() if any(f in stored for f in s.fragments()))
-        recorded = Counter()
-        for t in trajectories:
-            recorded.update(t.redaction_counts())
-        target.unlink()
-        print(f"  {fmt:<15} {len(planter.secrets())} values in {len(planter.planted)} positions; "
-              f"leaked: {sum(leaks.values())} {dict(leaks) or ''}; kinds recorded: "
-              f"{len(set(recorded) & set(KINDS))}/{len(KINDS)}")
+        for label, planter in (("kinds", Planter(seed=100)), ("forms", Planter(seed=100, forms=True))):
+            target = Path("/tmp") / f"skillmill-bench-{Path(relative).name}"
+            method(planter, corpus / relative, target)
+            _, trajectories = ingest_file(target)
+            stored = "".join(t.model_dump_json() for t in trajectories)
+            leaks = Counter(s.position for s in planter.secrets() if any(f in stored for f in s.fragments()))
+            recorded = Counter()
+            for t in trajectories:
+                recorded.update(t.redaction_counts())
+            target.unlink()
+            wanted = {s.kind for s in planter.secrets()}
+            print(f"  {fmt:<15} {label}: {len(planter.secrets())} values in {len(planter.planted)} positions; "
+                  f"leaked: {sum(leaks.values())} {dict(leaks) or ''}; kinds recorded: "
+                  f"{len(set(recorded) & wanted)}/{len(wanted)}")
+
+
+def _left(secret: Secret, text: str) -> bool:
+    return any(f in text or json.dumps(f)[1:-1] in text for f in secret.fragments())
 
 
 def false_positives(redactor: Redactor, corpus: Path, show: int) -> None:

@@ -24,6 +24,12 @@ def write(file: Path, data: str | bytes) -> None:
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(tmp, file)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        if exc.filename is None:  # a failed write names no file: say which one (a full disk, say where)
+            raise OSError(exc.errno, exc.strerror, str(file)) from exc
+        raise
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(tmp)

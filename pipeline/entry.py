@@ -34,10 +34,12 @@ def main() -> None:
 
 def _fail(error: SkillmillError) -> None:
     """As ``pipeline.cli._output.fail``, without importing click: red on a terminal."""
+    from pipeline.terminal import visible
+
     red, reset = ("\x1b[31m", "\x1b[0m") if sys.stderr.isatty() else ("", "")
-    sys.stderr.write(f"{red}Error: {error.message}{reset}\n")
+    sys.stderr.write(f"{red}Error: {visible(error.message)}{reset}\n")
     if error.hint:
-        sys.stderr.write(f"  hint: {error.hint}\n")
+        sys.stderr.write(f"  hint: {visible(error.hint)}\n")
 
 
 def _fast(name: str, args: list[str]) -> None:
@@ -49,20 +51,23 @@ def _fast(name: str, args: list[str]) -> None:
     settings.apply_offline_env()
     try:
         importlib.import_module(FAST[name]).main(args)
-    except UsageError as exc:
-        _fail(exc)
-        sys.exit(2)
-    except SkillmillError as exc:
-        _fail(exc)
-        sys.exit(1)
     except (SystemExit, KeyboardInterrupt):
         raise
     except Exception as exc:
-        from pipeline.cli._output import save_traceback
+        from pipeline.errors import no_space
 
-        log = save_traceback(exc)
-        _fail(SkillmillError(f"internal error: {type(exc).__name__}: {exc}",
-                             hint=f"the traceback is in {log}; please report it"))
+        if (full := no_space(exc, places=[settings.home(), settings.library_dir()])) is not None:
+            _fail(full)
+            sys.exit(full.exit_code)
+        if isinstance(exc, UsageError):
+            _fail(exc)
+            sys.exit(2)
+        if isinstance(exc, SkillmillError):
+            _fail(exc)
+            sys.exit(getattr(exc, "exit_code", 1))
+        from pipeline.cli._output import internal_error
+
+        internal_error(exc)
         sys.exit(1)
     sys.exit(0)
 

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, Field
 
-from pipeline import settings
+from pipeline import private, settings
 from pipeline.errors import SkillmillError, UsageError
 
 if TYPE_CHECKING:
@@ -218,12 +218,12 @@ def local_server(server: Server, *, timeout: float = 180.0,
         return
     host, port = re.match(r"https?://([^:/]+):(\d+)", server.url).groups()  # type: ignore[union-attr]
     log = settings.home() / "logs" / "prefect-server.log"
-    log.parent.mkdir(parents=True, exist_ok=True)
+    private.mkdir(log.parent)
     # Imported here, not at the top: validating a config file imports this module.
     from pipeline.execution.server import exit_with_parent
 
     notify(f"Starting Prefect's local server at {server.ui} (its first start sets up a database; logs: {log})")
-    with open(log, "ab") as out:
+    with private.open_file(log, "ab") as out:
         # Its own session (see above), and the kernel stops it if we are killed (-9 included) before
         # the `finally` below can: a server left behind would hold the port and ~230 MB.
         process = subprocess.Popen([sys.executable, "-m", "prefect", "server", "start", "--host", host,
@@ -231,7 +231,7 @@ def local_server(server: Server, *, timeout: float = 180.0,
                                    start_new_session=True, preexec_fn=exit_with_parent,
                                    env={**os.environ, **settings.OFFLINE_ENV})
     pid_file = log.with_suffix(".pid")  # its own session, so Ctrl-C here reaches it only through us: say who it is
-    pid_file.write_text(f"{process.pid}\n", encoding="utf-8")
+    private.write_text(pid_file, f"{process.pid}\n")
     try:
         deadline = time.monotonic() + timeout
         while not healthy(server.url, timeout=2.0):

@@ -24,8 +24,9 @@ from pipeline.ingest import FileReport, ingest_file, iter_files, sources, waterm
 from pipeline.ingest.watermark import Decision, Mode, Reading, Watermark
 from pipeline.library.model import Skill
 from pipeline.library.store import Library, SaveResult
+from pipeline.recall import pending as recall_pending
 from pipeline.recall.service import refresh
-from pipeline.summary import NothingReusable, Reopened, RunError, RunSummary
+from pipeline.summary import NothingReusable, Reopened, RunError, RunSummary, Withdrawn
 from pipeline.trajectory import Trajectory
 
 
@@ -153,6 +154,7 @@ class WriteOutcome:
     results: dict[str, SaveResult] = field(default_factory=dict)
     reopened: dict[str, str] = field(default_factory=dict)  # rejected skills back with new evidence
     errors: list[RunError] = field(default_factory=list)  # skill files in the way that cannot be read
+    withdrawn: dict[str, str] = field(default_factory=dict)  # candidates of superseded session versions
 
     def count(self, summary: RunSummary) -> None:
         for name, result in sorted(self.results.items()):
@@ -169,6 +171,7 @@ class WriteOutcome:
                 summary.unchanged.append(name)
         summary.reopened += [Reopened(name=n, reason=r) for n, r in sorted(self.reopened.items())]
         summary.errors += self.errors
+        summary.withdrawn += [Withdrawn(name=n, reason=r) for n, r in sorted(self.withdrawn.items())]
 
 
 def store_trajectories(state: StateDB, trajectories: list[Trajectory]) -> set[str]:
@@ -271,10 +274,39 @@ def write(state: StateDB, library: Library, results: list[Distilled], summary: R
             repos.update(f.repo for f in result.facts)
             if advance is not None:
                 advance()
+        withdraw_superseded(library, lineage, {d[0]: d[2] for d in done}, outcome)
         state.save_distillations(done, distiller.NAME, distiller.VERSION)
         consolidate_repos(state, library, repos, outcome)
     outcome.count(summary)
     return outcome
+
+
+def withdraw_superseded(library: Library, lineage: dict[str, set[str]], written: dict[str, list[str]],
+                        outcome: WriteOutcome) -> None:
+    """Take out of the queue the candidates drafted only from earlier versions of sessions distilled now.
+
+    ``lineage``: trajectory distilled now -> the versions it superseded; ``written``: trajectory
+    -> the skills it gave. A session that grew can end differently: cut short it failed and gave
+    ``pitfalls-x``, whole it resolved and gave ``x``. The draft of the whole session is what the
+    person should review; the stale one is withdrawn (kept in ``_history/``, logged). Only
+    candidates: what a person decided stays as it is. The repo skill is rebuilt from current
+    facts anyway.
+    """
+    successor = {old: new for new, olds in lineage.items() for old in olds}
+    if not successor:
+        return
+    kept = {name for names in written.values() for name in names} | set(outcome.results)
+    for entry in list(library.in_status("candidate", on_error=lambda *_: None)):
+        skill = entry.skill
+        sources = set(skill.trajectory_ids())
+        if skill.name in kept or skill.kind == "repo" or not sources or not sources <= successor.keys():
+            continue
+        newer = sorted({successor[s] for s in sources})
+        gave = sorted({n for t in newer for n in written.get(t, [])})
+        reason = (f"its session grew: superseded by {', '.join(t[:12] for t in newer)}, which gave "
+                  + (", ".join(gave) if gave else "nothing reusable"))
+        if library.withdraw(skill.name, reason):
+            outcome.withdrawn[skill.name] = reason
 
 
 def consolidate_repos(state: StateDB, library: Library, repos: Iterable[str], outcome: WriteOutcome) -> None:
@@ -315,7 +347,8 @@ def index(state: StateDB, library: Library, summary: RunSummary) -> int:
         if not any(e.path == str(file) for e in summary.errors):  # the write stage may have said it already
             summary.errors.append(RunError(path=str(file), reason=error.message))
 
-    stored = list(library.entries(on_error=report))
-    state.sync_skills(stored)
-    state.sync_review_log(str(library.root), library.audit.entries())
-    return refresh(stored, con=state.con).skills
+    with recall_pending.publishing(library):  # what a decision killed before its republish left behind is published too
+        stored = list(library.entries(on_error=report))
+        state.sync_skills(stored)
+        state.sync_review_log(str(library.root), library.audit.entries())
+        return refresh(stored, con=state.con).skills

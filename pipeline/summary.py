@@ -121,6 +121,13 @@ class Reopened(BaseModel):
     reason: str
 
 
+class Withdrawn(BaseModel):
+    """A candidate taken out of the queue: drafted from an earlier version of a session that has grown since."""
+
+    name: str
+    reason: str
+
+
 class RunSummary(BaseModel):
     run_id: str = ""
     trajectories: TrajectoryCounts = Field(default_factory=TrajectoryCounts)
@@ -132,6 +139,8 @@ class RunSummary(BaseModel):
     held: list[str] = Field(default_factory=list, description="Rejected skills this run drafted again with nothing "
                                                               "new in their evidence: left rejected.")
     reopened: list[Reopened] = Field(default_factory=list)
+    withdrawn: list[Withdrawn] = Field(default_factory=list, description="Candidates of superseded session "
+                                                                        "versions, taken out of the queue.")
     library: str = ""
     errors: list[RunError] = Field(default_factory=list)
     deferred: list[Deferred] = Field(default_factory=list, description="Files left for the next run.")

@@ -42,12 +42,14 @@ class Secret:
     value: str
     line: str  # how it appears: a realistic line holding the value
     position: str = ""  # where it was planted (user prompt, command, ...)
+    #: Other text that must not survive: the halves of a wrapped token, what base64 encodes.
+    pieces: tuple[str, ...] = ()
 
     def fragments(self) -> list[str]:
         """Substrings that must not survive anywhere: the value, and pieces of it (partial leaks)."""
         if self.kind == "private-key":
             return [line for line in self.value.splitlines() if len(line) >= 40]
-        parts = [self.value]
+        parts = [self.value, *self.pieces]
         body = self.value[-max(12, len(self.value) // 2):]
         if len(body) >= 24:
             parts += [body[:12], body[len(body) // 2 - 6:len(body) // 2 + 6], body[-12:]]
@@ -115,6 +117,45 @@ class Factory:
         return [Secret(kind, value, line.format(v=value)) for kind, value, line in values]
 
 
+    def forms(self) -> list[Secret]:
+        """Issue 12: the ways of writing a password or a token that once got through, one of each."""
+        r = self._rand
+        values = []
+
+        def pw(symbols: bool = True) -> str:
+            return r(7) + ("#%" if symbols else "") + r(5)
+
+        for line in ("PGPASSWORD={v} psql -h db.internal -U app -c 'select 1'", "export PGPASSWORD={v}",
+                     "MYSQL_PWD={v} mysqldump -u root billing > billing.sql", "mysql -u root -p'{v}' billing",
+                     "mysql -h db.internal -u root -p{v} billing", "mysqldump --password={v} billing",
+                     "sshpass -p '{v}' ssh deploy@10.0.4.12 'systemctl restart api'",
+                     "docker login -u ci-bot -p {v} registry.internal:5000",
+                     "curl -u deploy:{v} https://ci.internal/api/jobs", "curl --user deploy:{v} -X POST https://ci.internal/x",
+                     'psql "host=db.internal user=app password={v} dbname=prod"',
+                     "echo '{v}' | sudo -S systemctl restart nginx", "printf '%s\\n' '{v}' | sudo -S apt-get install -y jq",
+                     "machine api.internal login deploy password {v}"):
+            values.append(("password", pw(symbols="'" in line), line))
+        for line in ("the staging password is {v}", "пароль от базы: {v}", "Das Passwort für staging lautet {v}",
+                     "le mot de passe de la base est {v}", "la contraseña de staging es {v}", "a senha do banco é {v}",
+                     "数据库密码是 {v}", "パスワードは {v} です"):
+            values.append(("password", pw(symbols=False), line))
+        secrets = [Secret(kind, value, line.format(v=value)) for kind, value, line in values]
+        token = f"ghp_{r(36)}"
+        # cut by a terminal 80 columns wide, the rest indented on the next line
+        secrets.append(Secret("github-token", token, f"export GH_TOKEN={token[:21]}\n    {token[21:]}",
+                              pieces=(token[:21], token[21:])))
+        key = f"sk-proj-{r(74, URLSAFE)}T3BlbkFJ{r(74, URLSAFE)}"
+        encoded = base64.b64encode(f"OPENAI_API_KEY={key}\nLOG_LEVEL=info\n".encode()).decode()
+        secrets.append(Secret("base64-secret", encoded, f"data:\n  .env: {encoded}\ntype: Opaque", pieces=(key,)))
+        encoded = base64.b64encode(f"export OPENAI_API_KEY={key}".encode()).decode()
+        secrets.append(Secret("base64-secret", encoded, f"echo {encoded} | base64 -d >> ~/.bashrc", pieces=(key,)))
+        return secrets
+
+
+#: Placeholder kinds of :meth:`Factory.forms`.
+FORM_KINDS = ("password", "github-token", "base64-secret")
+
+
 def block(secrets: list[Secret]) -> str:
     return "\n".join(s.line for s in secrets)
 
@@ -122,12 +163,14 @@ def block(secrets: list[Secret]) -> str:
 class Planter:
     """Plants a fresh secret set per position; remembers what went where."""
 
-    def __init__(self, seed: int = 4) -> None:
+    def __init__(self, seed: int = 4, *, forms: bool = False) -> None:
         self.factory = Factory(seed)
+        self.forms = forms  # plant Factory.forms() (issue 12) instead of Factory.secrets()
         self.planted: dict[str, list[Secret]] = {}
 
     def take(self, position: str) -> str:
-        secrets = [replace(s, position=position) for s in self.factory.secrets()]
+        fresh = self.factory.forms() if self.forms else self.factory.secrets()
+        secrets = [replace(s, position=position) for s in fresh]
         self.planted.setdefault(position, []).extend(secrets)
         return block(secrets)
 
@@ -268,6 +311,41 @@ class Planter:
         return target
 
 
+    # -- OpenHands (an exported event list) ------------------------------------------------
+    def openhands(self, source: Path, target: Path) -> Path:
+        events = orjson.loads(source.read_bytes())
+        password = self.factory._rand(14)
+        ids: dict[str, str] = {}
+        done: set[str] = set()
+        for event in events:
+            args = event.get("args") if isinstance(event.get("args"), dict) else {}
+            kind = event.get("action") or f"observation:{event.get('observation')}"
+            if kind == "message" and event.get("source") == "user" and "user prompt" not in done:
+                args["content"] = f"{self.take('user prompt')}\n{args.get('content', '')}"
+                done.add("user prompt")
+            elif kind == "message" and event.get("source") == "agent" and "assistant text" not in done:
+                args["content"] = f"{args.get('content', '')}\nConfigured with:\n{self.take('assistant text')}"
+                done.add("assistant text")
+            elif kind == "run" and "command" not in done:
+                args["command"] = f"{args.get('command', '')}\n{self.take('command')}"
+                done.add("command")
+            elif kind == "observation:run" and "tool output" not in done:
+                event["content"] = f"{event.get('content', '')}\n{self.take('tool output')}"
+                done.add("tool output")
+            elif kind == "observation:edit" and "edit output" not in done:
+                event["content"] = f"{event.get('content', '')}\n{self.take('edit output')}"
+                done.add("edit output")
+            meta = event.get("tool_call_metadata")
+            if isinstance(meta, dict) and isinstance(meta.get("tool_call_id"), str):
+                # The field issue 12 found stored unredacted: the same id on an action and its observation.
+                original = meta["tool_call_id"]
+                meta["tool_call_id"] = ids.setdefault(original, f"https://ci:{password}@git.internal/{original}")
+        self.planted.setdefault("tool_call_id", []).append(
+            Secret("url-password", password, f"https://ci:{password}@git.internal/", position="tool_call_id"))
+        target.write_bytes(orjson.dumps(events))
+        return target
+
+
 def _append(content: Any, text: str) -> Any:
     if isinstance(content, str):
         return content + text
@@ -321,4 +399,5 @@ SOURCES: dict[str, tuple[Callable[[Planter, Path, Path], Path], str]] = {
     "mini-swe-agent": (Planter.mini_swe_agent,
                        "mini_swe_agent/swebench_verified_gemini-3-pro/resolved/django__django-16255.traj.json"),
     "codex": (Planter.codex, "codex/codemie-code/rollout-2026-05-11T11-26-55-019e1625-789d-76c0-80ab-3724b5ddb799.jsonl"),
+    "openhands": (Planter.openhands, "openhands/runtime_replay_trajs/basic_gui_mode.json"),
 }

@@ -8,6 +8,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -71,6 +72,37 @@ def test_mcp_server_over_stdio_with_the_sdk_client(indexed: Path) -> None:
     events = feedback.events()
     assert [(e["skill"], e["verdict"], e["note"], e["path"]) for e in events] == [
         ("ruff-recursive-fix", "helpful", "fixed it", str(indexed / RUFF))]
+
+
+
+def test_mcp_recall_skills_reads_a_20_mb_task_as_the_hook_does(indexed: Path, corpus: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """An agent that pastes a whole log into the task: the hook reads its first 4000 characters, and so does MCP.
+
+    The task is a real 2.6 MB Claude Code session, repeated to 20 MB after the question; before the
+    cap, tokenizing all of it took 9-45 s of the server's time.
+    """
+    from pipeline.agents.mcp_server import build_server
+    from pipeline.recall import lexical
+
+    cap = 4000  # what the hook reads of a prompt (pipeline.recall.search.MAX_TASK_CHARS)
+
+    session = (corpus / "claude_code/codemie-code/session-624a4a58.jsonl").read_text(encoding="utf-8")
+    task = "fix E501 line too long reported by ruff\n" + session * (20_000_000 // len(session) + 1)
+    assert len(task) > 20_000_000
+    read: list[int] = []
+    real = lexical.query_terms
+    monkeypatch.setattr(lexical, "query_terms", lambda snap, text: read.append(len(text)) or real(snap, text))
+    server = build_server()
+    started = time.monotonic()
+    result = asyncio.run(server.call_tool("recall_skills", {"task": task, "budget": 400}))
+    took = time.monotonic() - started
+    assert read and max(read) <= 3 * cap, f"recall read {max(read):,} characters of the task"
+    assert took < 5, f"{took:.1f} s"  # about 0.05 s; the uncapped task took 9-45 s
+    head = asyncio.run(server.call_tool("recall_skills", {"task": task[:cap], "budget": 400}))
+    assert result.content[0].text == head.content[0].text  # type: ignore[union-attr]
+    question = asyncio.run(server.call_tool("recall_skills", {"task": task[:40], "budget": 400}))
+    assert "**ruff-recursive-fix** (approved)" in question.content[0].text  # type: ignore[union-attr]
 
 
 # -- the hook -----------------------------------------------------------------------------------

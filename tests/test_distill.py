@@ -15,6 +15,7 @@ import pytest
 from pipeline.distill import consolidate, distill
 from pipeline.distill.abstraction import Abstractor
 from pipeline.distill.analysis import analyze, check_key, template
+from pipeline.distill.corrections import corrections
 from pipeline.distill.lessons import generalize
 from pipeline.ingest import ingest_file
 from pipeline.library import markdown
@@ -23,6 +24,11 @@ from tests.conftest import SAMPLES
 from tests.hostile import Session
 
 SWEBENCH = "mini_swe_agent/swebench_verified_gemini-3-pro"
+SITEMAPS = SAMPLES / "mini_swe_agent/django__django-16255.traj.json"
+
+
+def trajectory(path: Path):
+    return ingest_file(path)[1][0]
 
 
 def trajectories(*paths: Path) -> list:
@@ -146,9 +152,23 @@ def test_only_what_no_capable_agent_knows_makes_a_manual(corpus: Path) -> None:
 
 def test_the_users_corrections_are_kept_in_their_words(corpus: Path) -> None:
     found = trajectories(*sorted((corpus / "claude_code/codemie-code").glob("session-*.jsonl")))
-    quotes = [f.text for t in found for f in distill(t).facts if f.kind == "correction"]
+    quotes = [c.quote for t in found for c in corrections(t, analyze(t))]
     assert "don't produce code, design solution first" in quotes
-    assert not any(q and q.lower().startswith(("great", "thanks", "proceed")) for q in quotes)
+    assert not any(q.lower().startswith(("great", "thanks", "proceed")) for q in quotes)
+
+
+def test_the_aider_manual_holds_what_the_user_told_the_agent(corpus: Path) -> None:
+    """aider's own history: "don't use --no-git in those tests", "don't use `IgnorantTemporaryDirectory`
+    use GitTemporaryDirectory", "no, don't mock completion, mock the httpx library" -- each a request that
+    answers the one before it, in the person's words, with what the agent had changed."""
+    facts = facts_of(corpus / "aider/aider-repo/tests_fixtures_chat-history.md")
+    skill = consolidate("aider", facts)
+    assert skill is not None
+    notes = skill.notes
+    assert '"don\'t use --no-git in those tests"' in notes
+    assert "GitTemporaryDirectory" in notes and "mock the httpx library" in notes
+    assert "## The user's corrections" in notes and "tests/basic/test_main.py" in notes
+    assert len(markdown.served(skill)) / 3.3 < 900
 
 
 def test_a_manual_stays_short_when_served() -> None:
@@ -207,3 +227,53 @@ def test_commands_are_classified_and_templated() -> None:
 ])
 def test_one_check_however_it_was_spelled(command: str, key: str) -> None:
     assert check_key(command) == key
+
+
+def test_quoted_separators_stay_in_their_command(tmp_path: Path) -> None:
+    """The manual writes each check as it ran: a ``;`` or ``&&`` inside quotes does not split it.
+
+    The real sitemaps session, with its test run preceded by an import check and followed by a
+    commit, the way agents write them. Split at every ``;``, the skill said ``python -c "import
+    django && print(django.VERSION)"`` and ``git commit -m "fix && tests"``: commands that never ran.
+    Now the check's own segment is kept, cut where the shell cuts.
+    """
+    import json
+    import shlex
+
+    ran = ('python -c "import django; print(django.VERSION)" && python3 tests/runtests.py sitemaps_tests; '
+           'git commit -m "fix; tests"')
+    data = json.loads(SITEMAPS.read_text(encoding="utf-8"))
+    message = next(m for m in data["messages"] if m["role"] == "assistant"
+                   and "```bash\npython3 tests/runtests.py sitemaps_tests\n```" in m["content"])
+    message["content"] = message["content"].replace("python3 tests/runtests.py sitemaps_tests\n", ran + "\n")
+    copy = tmp_path / SITEMAPS.name
+    copy.write_text(json.dumps(data), encoding="utf-8")
+    t = trajectory(copy)
+    assert any(s.command == ran for s in t.steps)
+
+    facts = distill(t).facts
+    assert [f.command for f in facts if f.kind == "test"] == ["python3 tests/runtests.py sitemaps_tests"], \
+        "the check's own command, not the chain around it"
+    skill = consolidate("django/django", facts)
+    assert skill is not None
+    commands = [i.command for i in skill.procedure if i.command] + [p.command for p in skill.pitfalls if p.command]
+    assert commands == ["python3 tests/runtests.py sitemaps_tests"]
+    for command in commands:
+        shlex.split(command)  # a command cut inside its quotes does not even parse
+
+
+def test_the_shell_split_respects_quotes_escapes_and_substitutions() -> None:
+    from pipeline.trajectory.commands import split_shell
+
+    assert split_shell('python3 -c "from sympy import Rational; print(str(Rational(2, 1)))"') == [
+        'python3 -c "from sympy import Rational; print(str(Rational(2, 1)))"']
+    assert split_shell("nl -ba astropy/units/core.py | sed -n '1700,1720p;1810,1830p'") == [
+        "nl -ba astropy/units/core.py | sed -n '1700,1720p;1810,1830p'"]
+    assert split_shell('find . -name "package.json" -exec cat {} \\; | grep -A 5 \'"scripts"\'') == [
+        'find . -name "package.json" -exec cat {} \\; | grep -A 5 \'"scripts"\'']
+    assert split_shell("echo $(date; whoami) && (cd x; make) || true") == ["echo $(date; whoami)", "(cd x; make)",
+                                                                          "true"]
+    assert split_shell("cd /testbed && python -m pytest -q; echo done") == ["cd /testbed", "python -m pytest -q",
+                                                                            "echo done"]
+    assert split_shell("cat > f.py <<'EOF'\nx = 1; y = 2\nEOF") == ["cat > f.py <<'EOF'"], "a heredoc body is not a command"
+    assert split_shell('python -c "import a\nprint(a)" && pytest') == ['python -c "import a\nprint(a)"', "pytest"]

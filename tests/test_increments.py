@@ -15,6 +15,7 @@ from pipeline.cli import main
 from pipeline.index.state import StateDB
 from pipeline.ingest import ingest_file
 from pipeline.library import Library
+from tests.conftest import SAMPLES
 
 pytestmark = pytest.mark.usefixtures("prefect_server")
 
@@ -120,3 +121,36 @@ def test_run_with_no_paths_discovers_defers_active_sessions_and_skips_ignored_on
     with StateDB() as state:
         paths = {r[0] for r in state.con.execute("SELECT source_path FROM trajectories").fetchall()}
     assert paths == {str(projects / "-work-app/done.jsonl"), str(projects / "-work-app/active.jsonl")}
+
+
+def test_a_candidate_of_the_failed_first_half_leaves_the_queue_when_the_session_grows(tmp_path: Path) -> None:
+    """Cut at line 47 the session has failed (a `Task` call errors, then it stops): `pitfalls-...`. Whole, the
+    same session goes on to edit and check: a procedure with another name. The stale pitfall must not wait
+    for review beside it."""
+    from pipeline.cli import main as cli
+
+    session = SAMPLES / "claude_code" / "5c0375b4-57a5-4f26-b12d-d022ee4e51b7.jsonl"
+    lines = session.read_bytes().splitlines(keepends=True)
+    folder, library = tmp_path / "projects", tmp_path / "skills"
+    folder.mkdir()
+    live = folder / session.name
+    live.write_bytes(b"".join(lines[:47]))
+    code, output, first = run(str(folder), "--library", str(library))
+    assert code == 0, output
+    [stale] = [n for n in first["written"] if n.startswith("pitfalls-")]
+    assert Library(library).get(stale).skill.outcome == "failed"
+
+    live.write_bytes(b"".join(lines))
+    code, output, grown = run(str(folder), "--library", str(library))
+    assert code == 0, output
+    assert grown["increments"]["superseded"] >= 1 and grown["written"]
+    queue = json.loads(CliRunner().invoke(cli, ["review", "list", "--json", "--library", str(library)]).output)
+    assert stale not in {i["name"] for i in queue}, "the failed half's candidate is still queued"
+    assert [w["name"] for w in grown["withdrawn"]] == [stale]
+    assert "its session grew" in grown["withdrawn"][0]["reason"] and "withdrawn" in output
+    current = {t.id for t in ingest_file(live)[1]}
+    for entry in Library(library).in_status("candidate"):
+        assert set(entry.skill.trajectory_ids()) <= current, f"{entry.skill.name} cites a superseded version"
+    [entry] = [e for e in Library(library).audit.entries(stale) if e.action == "withdraw"]
+    assert entry.who == "skillmill run" and entry.after is None
+    assert Library(library).history.versions(stale) == [1], "its text is kept for `review restore`"

@@ -1,4 +1,4 @@
-"""Done-when of issue 4: secrets planted in real sessions never come out of skillmill.
+"""Done-when of issues 4 and 12: secrets planted in real sessions never come out of skillmill.
 
 Fake secrets of every kind (tests/planted.py) go into every position of a real session --
 user prompt, command, heredoc, tool output, file written, assistant text, URLs -- which is
@@ -6,6 +6,8 @@ then run through ``skillmill run`` exactly as a user would. Afterwards no plante
 a piece of one) may be found in any file under SKILLMILL_HOME read as bytes, in any table of
 ``skillmill.duckdb`` or ``recall.duckdb``, in any skill file, in the command's output, or in
 the text a prompt would hold about the trajectory. Every kind must have been recorded.
+Issue 12's forms (``Factory.forms``: command-line flags, ``sudo -S``, ``.netrc``, prose in eight
+languages, wrapped tokens, base64; and a URL in OpenHands' ``tool_call_id``) go the same way.
 """
 
 from __future__ import annotations
@@ -24,17 +26,18 @@ from pipeline.index.db import CONFIG
 from pipeline.ingest import ingest_file
 from pipeline.plugins import registered_formats
 from pipeline.trajectory.transcript import transcript
-from tests.planted import KINDS, SOURCES, Planter, Secret
+from tests.planted import FORM_KINDS, KINDS, SOURCES, Planter, Secret
 
 pytestmark = pytest.mark.usefixtures("prefect_server")
 
 FORMATS = ("claude-code", "mini-swe-agent", "codex")
+FORM_FORMATS = ("claude-code", "mini-swe-agent", "codex", "openhands")
 
 
-def _plant(fmt: str, corpus: Path, inputs: Path) -> tuple[Planter, Path]:
+def _plant(fmt: str, corpus: Path, inputs: Path, *, forms: bool = False) -> tuple[Planter, Path]:
     if not any(f.name == fmt for f in registered_formats()):
         pytest.skip(f"the {fmt} format is not registered yet")
-    planter = Planter(seed=FORMATS.index(fmt) + 1)
+    planter = Planter(seed=FORM_FORMATS.index(fmt) + 1 + 10 * forms, forms=forms)
     method, relative = SOURCES[fmt]
     source = corpus / relative
     inputs.mkdir()
@@ -66,8 +69,20 @@ def _dump(database: Path) -> dict[str, str]:
 @pytest.mark.parametrize("fmt", FORMATS)
 def test_planted_secrets_are_nowhere_after_a_run(fmt: str, corpus: Path, tmp_path: Path) -> None:
     planter, planted_file = _plant(fmt, corpus, tmp_path / "in")
+    assert {s.kind for s in planter.secrets()} == set(KINDS)
+    _run_and_check(planter, planted_file, tmp_path, KINDS)
+
+
+@pytest.mark.parametrize("fmt", FORM_FORMATS)
+def test_issue_12_forms_are_nowhere_after_a_run(fmt: str, corpus: Path, tmp_path: Path) -> None:
+    planter, planted_file = _plant(fmt, corpus, tmp_path / "in", forms=True)
+    kinds = (*FORM_KINDS, "url-password") if fmt == "openhands" else FORM_KINDS  # its tool_call_ids
+    assert {s.kind for s in planter.secrets()} == set(kinds)
+    _run_and_check(planter, planted_file, tmp_path, kinds)
+
+
+def _run_and_check(planter: Planter, planted_file: Path, tmp_path: Path, kinds: tuple[str, ...]) -> None:
     secrets = planter.secrets()
-    assert {s.kind for s in secrets} == set(KINDS)
     library = tmp_path / "skills"
 
     runner = CliRunner()
@@ -99,9 +114,9 @@ def test_planted_secrets_are_nowhere_after_a_run(fmt: str, corpus: Path, tmp_pat
     recorded = {kind for (kind,) in con.execute("SELECT DISTINCT kind FROM redactions").fetchall()}
     fields = {field for (field,) in con.execute("SELECT DISTINCT field FROM redactions").fetchall()}
     con.close()
-    assert recorded >= set(KINDS), sorted(set(KINDS) - recorded)
+    assert recorded >= set(kinds), sorted(set(kinds) - recorded)
     assert {"text", "command"} <= fields
-    assert set(summary["redactions"]["kinds"]) >= set(KINDS)
+    assert set(summary["redactions"]["kinds"]) >= set(kinds)
     assert summary["redactions"]["values"] >= len(secrets) // len(planter.planted)
     # ... and the placeholders are where the values were: redacted text still flows into the outputs.
     assert "[REDACTED:" in tables["skillmill.duckdb:main.steps"]

@@ -110,3 +110,17 @@ def test_agent_instructions_and_secrets(text: str, code: str | None) -> None:
     skill = sample_skills()[0]
     codes = {f.code for f in risk_flags(skill.model_copy(update={"notes": text}))}
     assert codes == ({code} if code else set())
+
+
+def test_a_password_stated_in_prose_is_flagged_so_no_batch_takes_it() -> None:
+    """Issue 12: "the staging password is ..." is too plain for the redactor to replace safely."""
+    from pipeline.library.model import Skill
+    from pipeline.review.batch import batch_refusals
+
+    for said in ("Log in to staging first: the staging password is tulip.", "пароль от базы: tulip"):
+        skill = Skill(name="staging-login", description="Use when deploying to staging", notes=said)
+        flags = [f for f in risk_flags(skill) if f.code == "possible-secret"]
+        assert flags and flags[0].where == "notes" and "password" in flags[0].message, said
+        assert any("possible-secret" in r for r in batch_refusals(skill, risk_flags(skill)))
+    plain = Skill(name="login", description="Use when the password is required by the login form")
+    assert not [f for f in risk_flags(plain) if f.code == "possible-secret"]

@@ -71,8 +71,8 @@ def test_the_builder_redacts_each_text_once_on_the_real_corpus(corpus: Path) -> 
         _, trajectories = ingest_file(path)
         steps += sum(len(t.steps) for t in trajectories)
     after = fallback_count()
-    builder_fields = {"text", "command", "paths", "diff", "tool", "task", "cwd", "repo", "model", "session_id",
-                      "parent_session_id", "git_branch", "agent_version", "source_path"}
+    builder_fields = {"text", "command", "paths", "diff", "tool", "call_id", "task", "cwd", "repo", "model",
+                      "session_id", "parent_session_id", "git_branch", "agent", "agent_version", "source_path"}
     rescanned = {k: after.get(k, 0) - before.get(k, 0) for k in builder_fields}
     assert steps > 1000 and not any(rescanned.values()), rescanned
 

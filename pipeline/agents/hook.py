@@ -19,6 +19,7 @@ from pathlib import Path
 
 from pipeline import settings
 from pipeline.recall.folders import repo_of
+from pipeline.recall.search import clip_task
 
 TYPE_CHECKING = False  # as typing.TYPE_CHECKING, without importing typing at every prompt
 if TYPE_CHECKING:
@@ -49,11 +50,12 @@ def _load_seen(session: str | None) -> set[str]:
 def _save_seen(session: str | None, seen: set[str]) -> None:
     if not session:
         return
+    from pipeline import private
+
     file = _seen_file(session)
     try:
-        file.parent.mkdir(parents=True, exist_ok=True)
         tmp = file.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(sorted(seen)), encoding="utf-8")
+        private.write_text(tmp, json.dumps(sorted(seen)))
         os.replace(tmp, file)
     except OSError:
         pass
@@ -68,7 +70,7 @@ def respond(payload: dict[str, Any], agent: str, *, budget: int = DEFAULT_BUDGET
     repo = repo_of(str(cwd))
     session = payload.get("session_id")
     if event in PROMPT_EVENTS:
-        query = str(payload.get("prompt") or "").strip()
+        query = clip_task(str(payload.get("prompt") or "")).strip()
         if not query or (query.startswith("/") and " " not in query):  # a bare slash command
             return None
         filters = {"repo": repo, "agent": agent}
@@ -83,7 +85,7 @@ def respond(payload: dict[str, Any], agent: str, *, budget: int = DEFAULT_BUDGET
     if not settings.recall_index_path().exists():
         return None
     with RecallIndex(slow_embedders=False) as index:
-        hits = index.search(query[:4000], limit=limit, **filters)
+        hits = index.search(query, limit=limit, **filters)
         if strict_repo:  # at session start, only what is known about this repository
             bound = {r["path"] for r in index.get_many([h.path for h in hits]) if r["repo"]}
             hits = [h for h in hits if h.path in bound]
@@ -128,10 +130,10 @@ def run(agent: str, *, timeout: float = DEFAULT_TIMEOUT, budget: int = DEFAULT_B
 
 
 def _log(message: str) -> None:
+    from pipeline import private
+
     try:
-        log = settings.home() / "logs" / "hook.log"
-        log.parent.mkdir(parents=True, exist_ok=True)
-        with log.open("a", encoding="utf-8") as handle:
+        with private.open_file(settings.home() / "logs" / "hook.log", "a") as handle:
             handle.write(f"{time.strftime('%Y-%m-%dT%H:%M:%S')} {message}\n")
     except OSError:
         pass

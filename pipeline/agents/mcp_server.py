@@ -6,7 +6,8 @@ Tools:
   a token budget (the same ranking as ``skillmill recall``);
 * ``get_skill(name)`` — one skill's full SKILL.md (by name, or by the path recall gave);
 * ``skill_feedback(name, verdict, note)`` — helpful / not_helpful / wrong / stale; journaled at
-  once (never blocked by a running nightly), then fed into ranking and review.
+  once (never blocked by a running nightly), then fed into ranking and review. The note is
+  redacted and cut to 4,000 characters (``pipeline.recall.feedback.MAX_NOTE``).
 
 The index is reopened when a run publishes a new one, so a long-lived server never serves
 yesterday's skills.
@@ -35,8 +36,9 @@ class _Index:
         self._stamp: tuple[int, int] | None = None
 
     def get(self) -> Any:
-        from pipeline.recall import RecallIndex
+        from pipeline.recall import RecallIndex, pending
 
+        pending.repair_or_warn()  # a review decision killed before it republished: one stat when there is none
         path = settings.recall_index_path()
         st = path.stat()  # a missing index raises below with a hint
         stamp = (st.st_ino, st.st_mtime_ns)
@@ -54,6 +56,7 @@ def build_server() -> Any:
     from pipeline.errors import SkillmillError
     from pipeline.recall import feedback, pack
     from pipeline.recall.brief import skill_body
+    from pipeline.recall.search import clip_task
     from pipeline.recall.text import lean
 
     server = MCPServer(name="skillmill", instructions=INSTRUCTIONS, version=__version__)
@@ -69,6 +72,7 @@ def build_server() -> Any:
     def recall_skills(task: str, budget: int = 2000) -> str:
         """The approved skills that fit a task, as a Markdown brief within `budget` tokens
         (name, when to use it and path of each; full text of the best ones that fit)."""
+        task = clip_task(task)  # as the hook does: a pasted 20 MB log took half a minute
         hits = _open().search(task, limit=5)
         return pack(task, hits, max(1, int(budget))).markdown()
 
@@ -90,12 +94,15 @@ def build_server() -> Any:
     def skill_feedback(name: str, verdict: Literal["helpful", "not_helpful", "wrong", "stale"],
                        note: str = "") -> str:
         """Say whether a skill helped: helpful, not_helpful, wrong (it misled) or stale (outdated).
-        Recorded for ranking and for the people who review skills."""
+        Recorded for ranking and for the people who review skills. Keep the note to a few
+        sentences (at most 4,000 characters; a longer one is cut) and leave secrets out of it."""
+        feedback.check(name, note, cut=True)
         found = _open().get(name)
         path = found[0]["path"] if found else None
-        event = feedback.record(name, verdict, note, path=path, source="mcp")
+        event = feedback.record(name, verdict, note, path=path, source="mcp", cut=True)
         known = "" if found else " (no approved skill has this name; kept anyway)"
-        return f"Recorded {event['verdict']} for {name}{known}. Thank you."
+        cut = f" Your note was cut to {feedback.MAX_NOTE:,} characters." if len(note) > feedback.MAX_NOTE else ""
+        return f"Recorded {event['verdict']} for {event['skill']}{known}.{cut} Thank you."
 
     return server
 

@@ -22,21 +22,22 @@ class SkillmillGroup(click.Group):
     def invoke(self, ctx: click.Context) -> object:
         try:
             return super().invoke(ctx)
-        except UsageError as exc:
-            _output.fail(exc)
-            sys.exit(2)
-        except SkillmillError as exc:
-            _output.fail(exc)
-            sys.exit(getattr(exc, "exit_code", 1))  # e.g. 75 for "another run is in progress"
         except (click.exceptions.Exit, click.exceptions.ClickException, click.exceptions.Abort, SystemExit):
             raise
         except BrokenPipeError:  # the reader went away (``skillmill ... | head``): not an error
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
             sys.exit(0)
-        except Exception as exc:  # a bug: keep the traceback in a file, not on the user's screen
-            log = _output.save_traceback(exc)
-            _output.fail(SkillmillError(f"internal error: {type(exc).__name__}: {exc}",
-                                        hint=f"the traceback is in {log}; please report it"))
+        except Exception as exc:
+            if (full := _output.disk_full(exc)) is not None:  # a full disk, however deep it was met
+                _output.fail(full)
+                sys.exit(full.exit_code)
+            if isinstance(exc, UsageError):
+                _output.fail(exc)
+                sys.exit(2)
+            if isinstance(exc, SkillmillError):
+                _output.fail(exc)
+                sys.exit(getattr(exc, "exit_code", 1))  # e.g. 75 for "another run is in progress"
+            _output.internal_error(exc)  # a bug: the traceback goes to a file, not on the user's screen
             sys.exit(1)
 
 

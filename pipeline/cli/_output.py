@@ -13,24 +13,41 @@ import orjson
 
 from pipeline import progress
 from pipeline.errors import SkillmillError
+from pipeline.terminal import visible
 
 
 def fail(error: SkillmillError) -> None:
-    """Print an error; redacted, since messages can quote what a parser or a flow choked on."""
-    click.secho(f"Error: {_redact(error.message)}", fg="red", err=True)
+    """Print an error; redacted and ``visible``, since messages can quote what a parser or a flow choked on."""
+    click.secho(f"Error: {visible(_redact(error.message))}", fg="red", err=True)
     if error.hint:
-        click.echo(f"  hint: {_redact(error.hint)}", err=True)
+        click.echo(f"  hint: {visible(_redact(error.hint))}", err=True)
 
 
 def save_traceback(exc: BaseException) -> Path:
     import traceback
 
-    from pipeline import settings
+    from pipeline import private, settings
 
     path = settings.home() / "logs" / "last-error.txt"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(_redact("".join(traceback.format_exception(exc))), encoding="utf-8")
+    private.write_text(path, _redact("".join(traceback.format_exception(exc))))
     return path
+
+
+def internal_error(exc: BaseException) -> None:
+    """Say that skillmill failed (a bug), keeping the traceback in a file when the file can be written."""
+    try:
+        hint = f"the traceback is in {save_traceback(exc)}; please report it"
+    except OSError as problem:  # a full or read-only home must not turn one error into two
+        hint = f"the traceback could not be saved ({problem.strerror or problem}); please report the message above"
+    fail(SkillmillError(f"internal error: {type(exc).__name__}: {exc}", hint=hint))
+
+
+def disk_full(exc: BaseException) -> SkillmillError | None:
+    """``no space left on <dir>`` when ``exc`` comes from a full disk (see ``errors.no_space``)."""
+    from pipeline import settings
+    from pipeline.errors import no_space
+
+    return no_space(exc, places=[settings.home(), settings.library_dir()])
 
 
 def _redact(text: str) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from pipeline.cli._output import emit_json
+from pipeline.terminal import visible
 
 
 @click.group("feedback")
@@ -16,13 +17,16 @@ def command() -> None:
 @command.command("add")
 @click.argument("name")
 @click.argument("verdict", type=click.Choice(["helpful", "not_helpful", "wrong", "stale"]))
-@click.option("--note", default="", help="What happened.")
+@click.option("--note", default="", help="What happened, in at most 4,000 characters (secrets in it are redacted).")
 def add(name: str, verdict: str, note: str) -> None:
-    """Record a verdict on skill NAME (what the MCP tool skill_feedback does)."""
+    """Record a verdict on skill NAME (what the MCP tool skill_feedback does).
+
+    The note is redacted before it is stored; a note over 4,000 characters is refused.
+    """
     from pipeline.recall import feedback
 
     event = feedback.record(name, verdict, note, source="cli")
-    click.echo(f"Recorded {event['verdict']} for {name}.")
+    click.echo(f"Recorded {event['verdict']} for {event['skill']}.")
 
 
 @command.command("list")
@@ -47,4 +51,5 @@ def list_(as_json: bool) -> None:
         click.echo("No feedback yet.")
     for row in rows:
         counts = ", ".join(f"{v} {k}" for k, v in row["verdicts"].items())
-        click.echo(f"{row['skill']}: {counts}" + (f" — last note: {row['last_note']}" if row["last_note"] else ""))
+        note = f" — last note: {row['last_note']}" if row["last_note"] else ""  # an agent's words, via MCP
+        click.echo(visible(f"{row['skill']}: {counts}{note}"))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from pipeline.cli._output import emit_json
+from pipeline.terminal import visible
 
 
 @click.command("index")
@@ -42,11 +43,11 @@ def command(add: tuple[str, ...], forget: tuple[str, ...], library: str | None, 
     click.echo(f"  folder skills: {report.added} added, {report.updated} updated, {report.unchanged} unchanged; "
                f"{report.removed} removed from the index")
     for folder, count in sorted(report.folders.items()):
-        click.echo(f"  {count:>6}  {folder}")
+        click.echo(visible(f"  {count:>6}  {folder}"))
     if report.embedder:
         click.echo(f"  semantic channel: {report.embedder}")
     for error in report.errors:
-        click.secho(f"  ! {error['path']}  {error['reason']}", err=True, fg="yellow")
+        click.secho(visible(f"  ! {error['path']}  {error['reason']}"), err=True, fg="yellow")
 
 
 def _list(as_json: bool) -> None:
@@ -60,4 +61,4 @@ def _list(as_json: bool) -> None:
         emit_json([{"path": p, "repo": r, "skills": n} for p, r, n in rows])
         return
     for path, repo, count in rows:
-        click.echo(f"{count:>6}  {path}" + (f"  (repo {repo})" if repo else ""))
+        click.echo(visible(f"{count:>6}  {path}" + (f"  (repo {repo})" if repo else "")))

@@ -8,6 +8,7 @@ import click
 
 from pipeline.cli._output import emit_json, progress_bar
 from pipeline.summary import EXIT_OK, EXIT_PARTIAL
+from pipeline.terminal import visible
 
 
 @click.command("ingest")
@@ -40,9 +41,9 @@ def command(paths: tuple[str, ...], as_json: bool) -> None:
 def _print(report) -> None:  # type: ignore[no-untyped-def]
     color = {"ok": "green", "partial": "yellow", "failed": "red", "skipped": None}[report.status]
     click.secho(f"{report.status:<8}", fg=color, nl=False)
-    click.echo(f" {report.format or '-':<15} {report.path}")
-    for t in report.trajectories:
-        click.echo(f"         {t.id}  {t.steps} steps, {t.tool_calls} tool calls, {t.outcome}: {t.task or ''}"[:160])
+    click.echo(visible(f" {report.format or '-':<15} {report.path}"))
+    for t in report.trajectories:  # the task is the session's own text
+        click.echo(visible(f"         {t.id}  {t.steps} steps, {t.tool_calls} tool calls, {t.outcome}: {t.task or ''}"[:160]))
     for error in report.errors[:5]:
         line = f"line {error.line}: " if error.line else ""
-        click.echo(f"         ! {line}{error.reason}")
+        click.echo(visible(f"         ! {line}{error.reason}"))

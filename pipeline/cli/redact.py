@@ -11,6 +11,7 @@ import click
 
 from pipeline.cli._output import emit_json, progress_bar
 from pipeline.errors import UsageError
+from pipeline.terminal import visible
 
 EXIT_CLEAN = 0
 EXIT_FOUND = 1
@@ -81,4 +82,4 @@ def _print(result) -> None:  # type: ignore[no-untyped-def]
     kinds = ", ".join(f"{kind} {count}" for kind, count in result.counts.items())
     click.secho(f"{result.path}: {len(result.hits)} to redact ({kinds})", fg="yellow")
     for hit in result.hits:
-        click.echo(f"  {hit.line}:{hit.column}  {hit.kind:<26} {hit.preview}")
+        click.echo(visible(f"  {hit.line}:{hit.column}  {hit.kind:<26} {hit.preview}"))

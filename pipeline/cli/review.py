@@ -11,6 +11,7 @@ import click
 
 from pipeline.cli._output import emit_json
 from pipeline.errors import SkillFileError, UsageError
+from pipeline.terminal import visible
 
 _KINDS = ("procedure", "pitfall", "repo", "reference")
 _STATUSES = ("pending", "proposed", "candidate", "approved", "rejected", "deprecated", "all")
@@ -75,6 +76,9 @@ def command(ctx: click.Context, web: bool, port: int, who: str | None, library: 
     skillmill review log                        the audit log: who decided what, when and why
     skillmill review --web                      the same in a browser (127.0.0.1, token required)
     """
+    from pipeline.recall import pending
+
+    pending.repair_or_warn()  # a decision killed before its republish left the index behind: publish it now
     if ctx.invoked_subcommand is not None:
         if web:
             raise UsageError("--web serves the page; it does not combine with a subcommand",
@@ -109,7 +113,7 @@ def list_command(as_json: bool, repo: str | None, kinds: tuple[str, ...], min_co
     filters = Filters(repo, kinds, min_confidence, flagged, _statuses(status))
     found = items(lib, filters, on_error=lambda path, exc: errors.append(f"{path}: {exc.message}"))
     for error in errors:
-        click.secho(f"  ! unreadable skill skipped: {error}", err=True, fg="yellow")
+        click.secho(f"  ! unreadable skill skipped: {visible(error)}", err=True, fg="yellow")
     if as_json:
         emit_json([i.contract() for i in found])
         return
@@ -117,25 +121,27 @@ def list_command(as_json: bool, repo: str | None, kinds: tuple[str, ...], min_co
 
 
 def _print_list(lib: Any, found: list[Any], filters: Any) -> None:
+    """The queue as a table. Every cell can come from a session, so each is printed ``visible``."""
     echo = click.echo
+    root = visible(lib.root)
     if not found:
-        echo(f"Nothing to review in {lib.root} for these filters." if filters.narrows or filters.statuses != ("proposed", "candidate")
-             else f"Nothing waits for review in {lib.root}.")
+        echo(f"Nothing to review in {root} for these filters." if filters.narrows or filters.statuses != ("proposed", "candidate")
+             else f"Nothing waits for review in {root}.")
         return
     flagged = sum(1 for i in found if i.flags)
     counts = {}
     for i in found:
         counts[i.status] = counts.get(i.status, 0) + 1
     parts = ", ".join(f"{n} {s}" for s, n in counts.items())
-    echo(f"{len(found)} skills in {lib.root} ({parts})" + (click.style(f" — {flagged} FLAGGED", fg="red", bold=True)
+    echo(f"{len(found)} skills in {root} ({parts})" + (click.style(f" — {flagged} FLAGGED", fg="red", bold=True)
                                                          if flagged else ""))
     echo()
     rows = [("STATUS", "KIND", "CONF", "OUTCOME", "AGENT", "REPO", "NAME")]
     for i in found:
         s = i.skill
         name = s.name + (f"  (v{i.base.skill.version} -> v{s.version})" if i.base else "")
-        rows.append((i.status, s.kind, f"{s.confidence:.2f}", s.outcome, ",".join(i.agents()) or "-",
-                     s.repo or "-", name))
+        rows.append(tuple(visible(cell) for cell in (i.status, s.kind, f"{s.confidence:.2f}", s.outcome,
+                                                     ",".join(i.agents()) or "-", s.repo or "-", name)))
     widths = [max(len(r[c]) for r in rows) for c in range(6)]
     for n, row in enumerate(rows):
         line = "  ".join(cell.ljust(widths[c]) for c, cell in enumerate(row[:6])) + "  " + row[6]
@@ -144,9 +150,9 @@ def _print_list(lib: Any, found: list[Any], filters: Any) -> None:
             continue
         item = found[n - 1]
         for flag in item.flags:
-            echo(click.style(f"    ⚠ {flag.code}: {flag.message} ({flag.where})", fg="red", bold=True))
+            echo(click.style(visible(f"    ⚠ {flag.code}: {flag.message} ({flag.where})"), fg="red", bold=True))
         if item.skill.extra_metadata.get("reopened"):
-            echo(click.style(f"    ↺ reopened: {item.skill.extra_metadata['reopened']}", fg="yellow"))
+            echo(click.style(visible(f"    ↺ reopened: {item.skill.extra_metadata['reopened']}"), fg="yellow"))
     held = sum(1 for i in found if not i.batchable and i.status in ("candidate", "proposed"))
     if flagged or held:
         echo()
@@ -202,102 +208,113 @@ def _show_json(item: Any, excerpts: Any, diff: Any, lines: int) -> dict[str, Any
 
 
 def _print_show(item: Any, excerpts: Any, diff: Any, lines: int) -> None:
-    echo, style = click.echo, click.style
+    """The skill for a person to read. Everything in it can come from a session (tasks, commands, tool
+    output, a hand-edited file), so every line goes through ``say``: written ``visible``, then styled."""
+    style = click.style
+
+    def say(text: object = "", *, newlines: bool = False, **how: Any) -> None:
+        shown = visible(text, newlines=newlines)
+        click.echo(style(shown, **how) if how else shown)
+
     s = item.skill
     state = {"proposed": f"proposed change to {item.base.skill.status} v{item.base.skill.version}" if item.base
              else "proposed change"}.get(item.status, item.status)
-    echo(style(s.name, bold=True) + f"  [{state}, v{s.version}]")
-    echo(f"kind {s.kind} · confidence {s.confidence:.2f} · outcome {s.outcome} · repo {s.repo or '-'} · "
-         f"{len(s.sources)} source{'s' if len(s.sources) != 1 else ''}")
-    echo(f"file {item.stored.file}")
+    click.echo(style(visible(s.name), bold=True) + visible(f"  [{state}, v{s.version}]"))
+    say(f"kind {s.kind} · confidence {s.confidence:.2f} · outcome {s.outcome} · repo {s.repo or '-'} · "
+        f"{len(s.sources)} source{'s' if len(s.sources) != 1 else ''}")
+    say(f"file {item.stored.file}")
     if s.extra_metadata.get("reviewed"):
-        echo(f"last decision: {s.extra_metadata['reviewed']}")
+        say(f"last decision: {s.extra_metadata['reviewed']}")
     if item.flags:
-        echo()
-        echo(style(f"⚠ RISK FLAGS ({len(item.flags)}): read these before approving", fg="red", bold=True))
+        say()
+        say(f"⚠ RISK FLAGS ({len(item.flags)}): read these before approving", fg="red", bold=True)
         for flag in item.flags:
-            echo(style(f"  {flag.code}", fg="red", bold=True) + f"  {flag.where}: {flag.message}")
+            click.echo(style(visible(f"  {flag.code}"), fg="red", bold=True) + visible(f"  {flag.where}: {flag.message}"))
             if flag.excerpt:
-                echo(f"      {flag.excerpt}")
-    from pipeline.review.batch import command_refusals
+                say(f"      {flag.excerpt}")
+    from pipeline.review.batch import command_refusals, evidence_refusals
 
-    unflagged = command_refusals(s)
+    unflagged = evidence_refusals(s) + command_refusals(s)
     if unflagged:
-        echo()
-        echo(style(f"✋ NOT APPROVED IN A BATCH ({len(unflagged)}): these lines are not ordinary project commands; "
-                   "read them, then approve by name", fg="yellow", bold=True))
+        say()
+        say(f"✋ NOT APPROVED IN A BATCH ({len(unflagged)}): read these lines, then approve by name",
+            fg="yellow", bold=True)
         for reason in unflagged:
-            echo(f"  {reason}")
+            say(f"  {reason}")
     if s.extra_metadata.get("reopened"):
-        echo()
-        echo(style(f"↺ Reopened: {s.extra_metadata['reopened']}", fg="yellow"))
+        say()
+        say(f"↺ Reopened: {s.extra_metadata['reopened']}", fg="yellow")
     if diff:
-        echo()
-        echo(style(f"## {diff.title}", bold=True))
+        say()
+        say(f"## {diff.title}", bold=True)
         for line in diff.lines:
             color = "green" if line.startswith("+") and not line.startswith("+++") else (
                 "red" if line.startswith("-") and not line.startswith("---") else None)
-            echo(style(line.rstrip("\n"), fg=color))
-    echo()
-    echo(s.description)
+            say(line.rstrip("\n"), fg=color)
+    say()
+    say(s.description)
     if s.title:
-        echo()
-        echo(style(f"# {s.title}", bold=True))
+        say()
+        say(f"# {s.title}", bold=True)
+
+    def command_lines(command: str) -> None:
+        for line in command.split("\n"):
+            say(f"   $ {line}", fg="green")
 
     def evidence_lines(ev: list[Any]) -> None:
         for step in excerpts.for_evidence(ev):
-            echo(style(f"     ┊ {step.trajectory[:12]} {step.label}", fg="cyan"))
+            say(f"     ┊ {step.trajectory[:12]} {step.label}", fg="cyan")
             for line in step.body(lines):
-                echo(style(f"     ┊   {line}", dim=True))
+                say(f"     ┊   {line}", dim=True)
         missing = [m for m in (f"{e.trajectory}:{i}" for e in ev for i in e.steps)
                    if tuple((m.split(":")[0], int(m.split(":")[1]))) not in excerpts.steps]
         if missing and not excerpts.note:
-            echo(style(f"     ┊ steps not in the state database: {', '.join(missing)}", fg="yellow"))
+            say(f"     ┊ steps not in the state database: {', '.join(missing)}", fg="yellow")
 
     for title, entries in (("Procedure", s.procedure), ("Verification", s.verification)):
         if not entries:
             continue
-        echo()
-        echo(style(f"## {title}", bold=True))
+        say()
+        say(f"## {title}", bold=True)
         for number, entry in enumerate(entries, 1):
-            echo(f"{number}. {entry.text}" if title == "Procedure" else f"- {entry.text}")
+            say(f"{number}. {entry.text}" if title == "Procedure" else f"- {entry.text}")
             if entry.command:
-                for line in entry.command.split("\n"):
-                    echo(style(f"   $ {line}", fg="green"))
+                command_lines(entry.command)
             evidence_lines(entry.evidence)
         if title == "Procedure" and s.pitfalls:
-            echo()
-            echo(style("## Pitfalls", bold=True))
+            say()
+            say("## Pitfalls", bold=True)
             for pitfall in s.pitfalls:
-                echo(f"- Symptom: {pitfall.symptom}")
+                say(f"- Symptom: {pitfall.symptom}")
                 if pitfall.cause:
-                    echo(f"  Cause: {pitfall.cause}")
-                echo(f"  Fix: {pitfall.fix}")
+                    say(f"  Cause: {pitfall.cause}")
+                say(f"  Fix: {pitfall.fix}")
                 if pitfall.command:
-                    echo(style(f"   $ {pitfall.command}", fg="green"))
+                    command_lines(pitfall.command)
                 evidence_lines(pitfall.evidence)
     if not s.procedure and s.pitfalls and not s.verification:
-        echo()
-        echo(style("## Pitfalls", bold=True))
+        say()
+        say("## Pitfalls", bold=True)
         for pitfall in s.pitfalls:
-            echo(f"- Symptom: {pitfall.symptom}\n  Fix: {pitfall.fix}")
+            say(f"- Symptom: {pitfall.symptom}")
+            say(f"  Fix: {pitfall.fix}")
             evidence_lines(pitfall.evidence)
     if s.notes.strip():
-        echo()
-        echo(style("## Notes", bold=True))
-        echo(s.notes.strip())
+        say()
+        say("## Notes", bold=True)
+        say(s.notes.strip(), newlines=True)
     if s.sources:
-        echo()
-        echo(style("## Sources", bold=True))
+        say()
+        say("## Sources", bold=True)
         for ref in s.sources:
             info = excerpts.sources.get(ref.trajectory)
             where = f" — {info.source_path}" if info and info.source_path else ""
-            echo(f"- {ref.trajectory} {ref.agent or '?'}, {ref.outcome}{where}")
+            say(f"- {ref.trajectory} {ref.agent or '?'}, {ref.outcome}{where}")
             if ref.task:
-                echo(f"  task: {ref.task}")
+                say(f"  task: {ref.task}")
     if excerpts.note:
-        echo()
-        echo(style(f"note: {excerpts.note}", fg="yellow"))
+        say()
+        say(f"note: {excerpts.note}", fg="yellow")
 
 
 # -- decisions ----------------------------------------------------------------------------
@@ -371,7 +388,7 @@ def reject_command(name: str, reason: str, who: str | None, library: str | None)
     review = Review(_open_library(library), who)
     decision = review.reject(name, reason)
     target = "proposed change to " if decision.entry.target == "proposal" else ""
-    click.echo(f"rejected {target}{name} v{decision.version} (by {review.who}): {decision.entry.reason}")
+    click.echo(visible(f"rejected {target}{name} v{decision.version} (by {review.who}): {decision.entry.reason}"))
 
 
 @command.command("deprecate")
@@ -385,7 +402,7 @@ def deprecate_command(name: str, reason: str, who: str | None, library: str | No
 
     review = Review(_open_library(library), who)
     decision = review.deprecate(name, reason)
-    click.echo(f"deprecated {name} v{decision.version} (by {review.who}): {decision.entry.reason}")
+    click.echo(visible(f"deprecated {name} v{decision.version} (by {review.who}): {decision.entry.reason}"))
 
 
 @command.command("edit")
@@ -420,11 +437,10 @@ def edit_command(name: str, who: str | None, library: str | None) -> None:
             if sys.stdin.isatty() and click.confirm("Edit again?", default=True, err=True):
                 text = edited
                 continue
-            from pipeline import settings
+            from pipeline import private, settings
 
             keep = settings.home() / "tmp" / f"edit-{name}.md"
-            keep.parent.mkdir(parents=True, exist_ok=True)
-            keep.write_text(edited, encoding="utf-8")
+            private.write_text(keep, edited)
             raise SkillFileError(f"{name} was not changed: the edited text is not a valid skill",
                                  hint=f"your text is kept in {keep}") from exc
     decision = review.edit(name, edited)
@@ -435,7 +451,7 @@ def edit_command(name: str, who: str | None, library: str | None) -> None:
     stored = lib.proposal(name) if decision.entry.target == "proposal" else lib.get(name)
     flags = risk_flags(stored.skill if stored else markdown.parse(edited))
     for flag in flags:
-        click.secho(f"  ⚠ {flag.code}: {flag.message} ({flag.where})", fg="red", bold=True)
+        click.secho(visible(f"  ⚠ {flag.code}: {flag.message} ({flag.where})"), fg="red", bold=True)
 
 
 @command.command("restore")
@@ -491,7 +507,7 @@ def log_command(as_json: bool, skill: str | None, limit: int | None, verify: boo
     lib = _open_library(library)
     problems = lib.audit.verify()
     for problem in problems:
-        click.secho(f"  ! audit log {lib.audit.path}: {problem}", err=True, fg="red")
+        click.secho(visible(f"  ! audit log {lib.audit.path}: {problem}"), err=True, fg="red")
     entries = lib.audit.entries(skill)
     if limit:
         entries = entries[-limit:]
@@ -503,7 +519,8 @@ def log_command(as_json: bool, skill: str | None, limit: int | None, verify: boo
         hashes = f"{(e.before or '-')[:12]} -> {(e.after or '-')[:12]}"
         what = f"{e.action} {'proposal ' if e.target == 'proposal' else ''}{e.skill} v{e.version}"
         reason = f"  {e.reason}" if e.reason else ""
-        flags = click.style(f"  [flags: {', '.join(e.flags)}]", fg="red") if e.flags else ""
-        click.echo(f"{e.seq:>4}  {e.when:%Y-%m-%d %H:%M:%S}Z  {e.who:<12} {what:<60} {hashes}{reason}{flags}")
+        flags = click.style(visible(f"  [flags: {', '.join(e.flags)}]"), fg="red") if e.flags else ""
+        line = visible(f"{e.seq:>4}  {e.when:%Y-%m-%d %H:%M:%S}Z  {e.who:<12} {what:<60} {hashes}{reason}")
+        click.echo(line + flags)
     if verify and problems:
         sys.exit(1)

@@ -8,6 +8,7 @@ import sys
 import click
 
 from pipeline.cli._output import emit_json, progress_bar
+from pipeline.terminal import visible
 
 
 @click.command("run")
@@ -85,7 +86,11 @@ def command(paths: tuple[str, ...], library: str | None, as_json: bool, verbose:
 
 
 def _print(result: dict) -> None:
-    echo = click.echo
+    """The summary. Paths, names and reasons can quote what a session held: each line is printed ``visible``."""
+
+    def echo(text: str = "") -> None:
+        click.echo(visible(text))
+
     t, s, f = result["trajectories"], result["skills"], result["files"]
     unchanged = f", {f['unchanged']} unchanged since the last run" if f.get("unchanged") else ""
     echo(f"Files: {f['seen']} read ({f['ok']} ok, {f['partial']} partial, {f['failed']} failed, "
@@ -110,8 +115,11 @@ def _print(result: dict) -> None:
         echo(f"  = {name}")
     for name in result.get("held", []):
         echo(f"  x {name}  (rejected before; nothing new in its evidence, so not proposed again)")
+    for item in result.get("withdrawn", []):
+        echo(f"  - {item['name']}  (withdrawn from the queue: {item['reason']})")
     for item in result.get("reopened", []):
-        click.secho(f"  ! {item['name']} was rejected before and is back for review: {item['reason']}", fg="yellow")
+        click.secho(visible(f"  ! {item['name']} was rejected before and is back for review: {item['reason']}"),
+                    fg="yellow")
     if result["nothing_reusable"]:
         echo(f"Nothing reusable in {len(result['nothing_reusable'])} trajectories:")
         for item in result["nothing_reusable"]:
@@ -119,7 +127,7 @@ def _print(result: dict) -> None:
     _print_llm(result)
     for error in result["errors"]:
         where = f"{error['path']}:{error['line']}" if error.get("line") else (error.get("path") or "")
-        click.secho(f"  ! {where}  {error['reason']}", err=True, fg="yellow")
+        click.secho(visible(f"  ! {where}  {error['reason']}"), err=True, fg="yellow")
     if s["proposed"] or s["updated"]:
         echo("New skills are candidates: review them before any agent sees them.")
 
@@ -142,8 +150,8 @@ def _print_llm(result: dict) -> None:
         for name in info["proposed_changes"]:
             echo(f"  ~ {name}")
     for name, flags in sorted((info.get("flagged") or {}).items()):
-        click.secho(f"  ! {name}: risky commands for review: {', '.join(flags)}", fg="yellow")
+        click.secho(visible(f"  ! {name}: risky commands for review: {', '.join(flags)}"), fg="yellow")
     for note in info.get("notes") or []:
-        click.secho(f"  note: {note}", err=True)
+        click.secho(visible(f"  note: {note}"), err=True)
     if info.get("stopped"):
-        click.secho(f"Distillation stopped early: {info['stopped']}", fg="yellow", err=True)
+        click.secho(visible(f"Distillation stopped early: {info['stopped']}"), fg="yellow", err=True)

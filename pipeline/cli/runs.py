@@ -7,6 +7,7 @@ import sys
 import click
 
 from pipeline.cli._output import emit_json
+from pipeline.terminal import visible
 
 
 @click.command("runs")
@@ -37,7 +38,7 @@ def _print(history: object) -> None:
 
     assert isinstance(history, RunHistory)
     if history.note:
-        click.secho(f"note: {history.note}", err=True, fg="yellow" if history.source == "snapshot" else None)
+        click.secho(f"note: {visible(history.note)}", err=True, fg="yellow" if history.source == "snapshot" else None)
     if not history.runs:
         if history.available:
             click.echo("No runs recorded yet: `skillmill run` or `skillmill schedule` records one per run.")
@@ -61,6 +62,6 @@ def _print(history: object) -> None:
     latest = history.runs[0]
     for error in latest.errors[:5]:
         where = f"{error.path}:{error.line}" if error.line else (error.path or "")
-        click.secho(f"  ! {where}  {error.reason}", fg="yellow")
+        click.secho(visible(f"  ! {where}  {error.reason}"), fg="yellow")
     if len(latest.errors) > 5:
         click.echo(f"  ... {len(latest.errors) - 5} more errors in the latest run (`skillmill runs --json`)")

@@ -27,7 +27,7 @@ from pipeline.distill.changes import change_lines, symbols
 from pipeline.distill.corrections import corrections
 from pipeline.distill.naming import task_title
 from pipeline.trajectory import Trajectory
-from pipeline.trajectory.commands import CHECKS, Purpose, segments
+from pipeline.trajectory.commands import CHECKS, Purpose, segment_purpose, segments
 
 #: Errors that say the command itself could not run here (not that the project failed).
 _UNAVAILABLE = re.compile(r"command not found|: not found|No module named '?(pytest|nose|tox|unittest|py\.test)\b|"
@@ -83,8 +83,9 @@ def repo_facts(analysis: Analysis) -> list[RepoFact]:
     facts: list[RepoFact] = []
     for event in analysis.events:
         if project_command(analysis, event) and event.purpose in CHECKS | {Purpose.INSTALL}:
-            facts.append(RepoFact(**base, kind=event.purpose.value, template=template(event.command or ""),
-                                  command=clean(event.command or ""), ok=bool(event.ok), steps=event.steps))
+            own = own_segment(event)
+            facts.append(RepoFact(**base, kind=event.purpose.value, template=template(own), command=own,
+                                  ok=bool(event.ok), steps=event.steps))
     facts += _replaced(analysis, base)
     for fix in analysis.fixes():
         if not fix.after.ok or not _ERRORISH.search(fix.failed.error or ""):
@@ -135,11 +136,25 @@ def error_key(error: str) -> str:
     return re.sub(r"\d+|'[^']*'|\"[^\"]*\"|\S*/\S*", "_", error.lower()).strip()[:160]
 
 
+def own_segment(event: Event) -> str:
+    """The part of a command line that is the check itself: ``python3 tests/runtests.py x`` out of
+    ``python -c "import django" && python3 tests/runtests.py x; git commit -m "fix"``."""
+    command = event.command or ""
+    if "<<" in command.split("\n", 1)[0]:
+        return command.strip()
+    parts = segments(command)
+    own = [p for p in parts if segment_purpose(p) is event.purpose]
+    return own[0] if own else " && ".join(parts)
+
+
 def project_command(analysis: Analysis, event: Event) -> bool:
     """A command of the project's own (not a scratch script, a one-off or a temporary path) that ran."""
-    if not event.command or event.ok is None or event.protocol or _ONE_OFF.search(event.command):
+    if not event.command or event.ok is None or event.protocol:
         return False
-    words = check_key(event.command).split()
+    own = own_segment(event)
+    if _ONE_OFF.search(own):
+        return False
+    words = check_key(own).split()
     return not any(analysis.is_scratch(w.split("::")[0]) for w in words[1:]) and not (
         words and analysis.is_scratch(words[0]))
 

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import orjson
 
-from pipeline import settings
+from pipeline import private, settings
 from pipeline.errors import SkillmillError
 
 LOCK_FILE = "run.lock"
@@ -76,8 +76,9 @@ def run_lock(home: Path | None = None, *, wait: float = 0.0, poll: float = 0.25,
     is called once, with the holder, when the lock is busy and the caller chose to wait.
     """
     path = lock_path(home)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    private.mkdir(path.parent)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, private.FILE_MODE)  # it says who runs, from where
+    private.restrict(path)
     try:
         _acquire(fd, path, wait, poll, on_wait)
         try:

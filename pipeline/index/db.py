@@ -17,6 +17,7 @@ from typing import Any
 import duckdb
 import orjson
 
+from pipeline import private
 from pipeline.errors import IndexError_
 
 CONFIG = {"autoinstall_known_extensions": False, "autoload_known_extensions": False}
@@ -29,15 +30,18 @@ def connect(path: Path | str, *, read_only: bool = False, threads: int | None = 
     """
     path = Path(path)
     if not read_only:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        private.mkdir(path.parent)  # $SKILLMILL_HOME: DuckDB creates its WAL and spill files 0644 in it
     config = {**CONFIG, "threads": threads} if threads else CONFIG
     try:
-        return duckdb.connect(str(path), read_only=read_only, config=config)
+        con = duckdb.connect(str(path), read_only=read_only, config=config)
     except duckdb.IOException as exc:
         if "lock" in str(exc).lower():
             raise IndexError_(f"{path} is in use by another skillmill process",
                               hint="wait for the running `skillmill run` to finish, then try again") from exc
         raise IndexError_(f"cannot open {path}: {exc}") from exc
+    if not read_only:
+        private.restrict(path)  # owner-only: it holds session text (``pipeline.private``)
+    return con
 
 
 def fts_extension_path() -> Path:
@@ -88,7 +92,7 @@ def bulk_insert(con: duckdb.DuckDBPyConnection, table: str, columns: dict[str, s
     ``executemany`` runs ~2k rows/s; this runs ~500k rows/s. The staging file lives
     next to the database and is removed before returning.
     """
-    scratch.mkdir(parents=True, exist_ok=True)
+    private.mkdir(scratch)
     fd, name = tempfile.mkstemp(prefix=f".{table}.", suffix=".ndjson", dir=scratch)
     count = 0
     try:

@@ -26,7 +26,9 @@ import orjson
 from pydantic import BaseModel, Field
 
 AUDIT_FILE = "_audit.jsonl"
-Action = Literal["approve", "reject", "deprecate", "edit", "restore", "reopen"]
+#: ``reopen`` and ``withdraw`` are a run's: a rejected skill back with new evidence; a candidate of a session
+#: version that was superseded (the session grew), taken out of the queue.
+Action = Literal["approve", "reject", "deprecate", "edit", "restore", "reopen", "withdraw"]
 
 
 class AuditEntry(BaseModel):
@@ -69,7 +71,8 @@ class AuditLog:
     def append(self, *, who: str, action: Action, skill: str, **fields: object) -> AuditEntry:
         """Add one entry at the end (never rewrites a line); returns it with its seq and chain hash."""
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        with open(self.path, "a+b") as handle:
+        # Owner-only, as the skill files beside it: reasons can quote what a skill holds.
+        with os.fdopen(os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o600), "a+b") as handle:
             fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
             try:
                 handle.seek(0)

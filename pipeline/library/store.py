@@ -71,9 +71,13 @@ class Library:
         self.audit = AuditLog(self.root)
         self._rejected_cache: tuple[int, list[StoredSkill]] | None = None
 
-    def lock(self) -> contextlib.AbstractContextManager[None]:
+    def lock(self) -> contextlib.AbstractContextManager[bool]:
         """Hold the library for a check-then-write (re-entrant; across threads and processes)."""
         return _lock_for(self.root / LOCK_FILE)
+
+    def try_lock(self) -> contextlib.AbstractContextManager[bool]:
+        """As :meth:`lock` without waiting: yields False (holding nothing) when another process holds it."""
+        return _lock_for(self.root / LOCK_FILE, wait=False)
 
     def folder(self, name: str, status: SkillStatus) -> Path:
         sub = STATUS_DIRS[status]
@@ -216,6 +220,24 @@ class Library:
                           reason=stored.skill.extra_metadata[memory.REOPENED])
         return stored.skill, result
 
+    def withdraw(self, name: str, reason: str, *, who: str = "skillmill run") -> bool:
+        """Take a candidate out of the queue, logged; its versions stay in ``_history/`` (``restore`` brings it back).
+
+        For a run: a candidate drafted from an earlier version of a session that has grown since.
+        The folder disappears in one rename, so a kill leaves it either queued or gone.
+        """
+        with self.lock():
+            stored = self.get(name)
+            if stored is None or stored.skill.status != "candidate":
+                return False
+            before = sha256_file(stored.file)
+            staging = Path(tempfile.mkdtemp(prefix=f".{name}.", suffix=".tmp", dir=stored.path.parent))
+            os.rename(stored.path, staging)  # over the empty staging folder
+            shutil.rmtree(staging, ignore_errors=True)
+            self.audit.append(who=who, action="withdraw", skill=name, version=stored.skill.version,
+                              status="withdrawn", before=before, after=None, reason=reason)
+            return True
+
     def remove(self, name: str) -> bool:
         existing = self.get(name)
         if existing is None:
@@ -234,31 +256,42 @@ class _ProcessLock:
         self.fd: int | None = None
 
     @contextlib.contextmanager
-    def hold(self) -> Iterator[None]:
-        with self.guard:
+    def hold(self, wait: bool = True) -> Iterator[bool]:
+        if not self.guard.acquire(blocking=wait):
+            yield False
+            return
+        try:
             if self.depth == 0:
                 self.file.parent.mkdir(parents=True, exist_ok=True)
-                self.fd = os.open(self.file, os.O_RDWR | os.O_CREAT, 0o644)
-                fcntl.flock(self.fd, fcntl.LOCK_EX)
+                fd = os.open(self.file, os.O_RDWR | os.O_CREAT, 0o600)
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX if wait else fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except BlockingIOError:
+                    os.close(fd)
+                    yield False
+                    return
+                self.fd = fd
             self.depth += 1
             try:
-                yield
+                yield True
             finally:
                 self.depth -= 1
                 if self.depth == 0 and self.fd is not None:
                     fcntl.flock(self.fd, fcntl.LOCK_UN)
                     os.close(self.fd)
                     self.fd = None
+        finally:
+            self.guard.release()
 
 
 _LOCKS: dict[Path, _ProcessLock] = {}
 _LOCKS_GUARD = threading.Lock()
 
 
-def _lock_for(file: Path) -> contextlib.AbstractContextManager[None]:
+def _lock_for(file: Path, wait: bool = True) -> contextlib.AbstractContextManager[bool]:
     with _LOCKS_GUARD:
         lock = _LOCKS.setdefault(file, _ProcessLock(file))
-    return lock.hold()
+    return lock.hold(wait)
 
 
 #: Parsed skills by (path, inode, mtime, size): the review page re-reads the library on every request,

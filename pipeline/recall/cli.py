@@ -52,8 +52,9 @@ def main(argv: list[str]) -> None:
 
 def run(task: str | None, *, as_json: bool, limit: int, budget: int, include_candidates: bool,
         queries_file: str | None, filters: dict[str, str | None]) -> None:
-    from pipeline.recall import RecallIndex, pack
+    from pipeline.recall import RecallIndex, pack, pending
 
+    pending.repair_or_warn()  # a decision killed before its republish: one stat when there is none
     if queries_file is not None:
         if task is not None:
             raise UsageError("give either TASK or --queries, not both")
@@ -76,7 +77,9 @@ def run(task: str | None, *, as_json: bool, limit: int, budget: int, include_can
     if as_json:
         _emit(packed.contract())
     else:
-        sys.stdout.write(packed.markdown())
+        from pipeline.terminal import visible
+
+        sys.stdout.write(visible(packed.markdown(), newlines=True))  # skill text: no escape sequences
         sys.stdout.flush()
 
 

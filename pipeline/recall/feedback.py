@@ -8,6 +8,11 @@ fail. So feedback is first written to a journal, one small JSON file per verdict
 
 Feedback feeds ranking (a prior published with the recall index: recently helpful skills rise,
 wrong or stale ones sink, with a 30-day half-life) and review (``events()`` lists it).
+
+Notes come from agents, which paste what they saw: a note is redacted before it is journaled
+(and again whenever one is read back, for journals written before that), and at most
+``MAX_NOTE`` characters long -- ``record`` refuses a longer one, or cuts it with ``cut=True``
+(the MCP tool: an agent's verdict is worth keeping even when its note is a whole log).
 """
 
 from __future__ import annotations
@@ -20,7 +25,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from pipeline import atomic, settings
+from pipeline import atomic, private, settings
 from pipeline.errors import UsageError
 
 VERDICTS = ("helpful", "not_helpful", "wrong", "stale")
@@ -29,20 +34,55 @@ EFFECT = {"helpful": 0.15, "not_helpful": -0.1, "wrong": -0.3, "stale": -0.2}
 HALF_LIFE_DAYS = 30.0
 PRIOR_RANGE = (0.3, 1.5)
 COLUMNS = ("id", "skill", "path", "verdict", "note", "source", "created_at")
+#: A note says what happened in a few sentences; a log belongs elsewhere.
+MAX_NOTE = 4000
+#: Skill names are at most 64 characters (Agent Skills); a path recall gave is longer.
+MAX_NAME = 300
+#: Redacted before cutting: a secret cut in half would no longer be recognised.
+_REDACT_WINDOW = MAX_NOTE + 2000
 
 
 def journal_dir() -> Path:
     return settings.home() / "feedback"
 
 
-def record(skill: str, verdict: str, note: str = "", *, path: str | None = None, source: str = "cli") -> dict[str, Any]:
-    """Journal one verdict and return it. Returns at once; never touches the state database."""
+def check(skill: str, note: str = "", *, cut: bool = False) -> None:
+    """Refuse what ``record`` would refuse, before any work is done with it (a search by name)."""
+    if len(skill) > MAX_NAME:
+        raise UsageError(f"the skill name is {len(skill):,} characters long; names have at most {MAX_NAME}",
+                         hint="give the skill's name as recall_skills or `skillmill recall` shows it")
+    if len(note) > MAX_NOTE and not cut:
+        raise UsageError(f"the note is {len(note):,} characters long; notes are limited to {MAX_NOTE:,}",
+                         hint="say in a few sentences what happened with the skill (no logs or transcripts)")
+
+
+def clean_note(note: str) -> str:
+    """A note as it is stored and shown: redacted, and cut to ``MAX_NOTE`` characters."""
+    from pipeline.redact import redact
+
+    if len(note) <= MAX_NOTE:
+        return redact(note)
+    marker = f" [... note cut: {len(note):,} characters, at most {MAX_NOTE:,} kept]"
+    return redact(note[:_REDACT_WINDOW])[:MAX_NOTE - len(marker)] + marker
+
+
+def record(skill: str, verdict: str, note: str = "", *, path: str | None = None, source: str = "cli",
+           cut: bool = False) -> dict[str, Any]:
+    """Journal one verdict and return it. Returns at once; never touches the state database.
+
+    The note is redacted; one longer than ``MAX_NOTE`` raises :class:`UsageError`, or with
+    ``cut`` is cut to that length (``event["note"]`` then ends with a marker saying so).
+    """
+    from pipeline.redact import redact
+
     if verdict not in VERDICTS:
         raise UsageError(f"unknown verdict {verdict!r}", hint=f"use one of: {', '.join(VERDICTS)}")
-    event = {"id": uuid.uuid4().hex, "skill": skill, "path": path, "verdict": verdict, "note": note or "",
-             "source": source, "created_at": datetime.now(UTC).isoformat()}
+    check(skill, note or "", cut=cut)
+    event = {"id": uuid.uuid4().hex, "skill": redact(skill), "path": redact(path) if path else path,
+             "verdict": verdict, "note": clean_note(note or ""), "source": source,
+             "created_at": datetime.now(UTC).isoformat()}
     name = f"{datetime.now(UTC).strftime('%Y%m%dT%H%M%S%f')}-{event['id']}.json"
-    atomic.write(journal_dir() / name, json.dumps(event))
+    atomic.write(private.mkdir(journal_dir()) / name, json.dumps(event))
     return event
 
 
@@ -58,8 +98,19 @@ def journaled() -> list[tuple[Path, dict[str, Any]]]:
         except (OSError, ValueError):
             continue
         if isinstance(event, dict) and event.get("id") and event.get("verdict") in VERDICTS:
-            found.append((file, event))
+            found.append((file, _cleaned(event)))
     return found
+
+
+def _cleaned(event: dict[str, Any]) -> dict[str, Any]:
+    """A verdict read back: journals and tables written before notes were redacted are redacted now."""
+    from pipeline.redact import redact
+
+    for key in ("skill", "path"):
+        if isinstance(event.get(key), str):
+            event[key] = redact(event[key][:MAX_NAME])
+    event["note"] = clean_note(event["note"]) if isinstance(event.get("note"), str) else ""
+    return event
 
 
 def drain(con: Any) -> int:
@@ -89,7 +140,7 @@ def drain(con: Any) -> int:
 def stored(con: Any) -> list[dict[str, Any]]:
     """Verdicts in a database holding a ``skill_feedback`` table (state DB or a recall index)."""
     rows = con.execute(f"SELECT {', '.join(COLUMNS)} FROM skill_feedback ORDER BY created_at").fetchall()
-    return [normal(dict(zip(COLUMNS, r, strict=True))) for r in rows]
+    return [normal(_cleaned(dict(zip(COLUMNS, r, strict=True)))) for r in rows]
 
 
 def events(con: Any | None = None) -> list[dict[str, Any]]:

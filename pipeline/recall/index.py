@@ -28,7 +28,7 @@ from typing import Any
 
 import duckdb
 
-from pipeline import settings
+from pipeline import private, settings
 from pipeline.errors import IndexError_, SkillFileError
 from pipeline.index.db import bulk_insert, connect, load_fts
 from pipeline.library import markdown
@@ -204,13 +204,13 @@ def scan_folder(root: str, repo: str | None, previous: dict[str, dict[str, Any]]
 @contextlib.contextmanager
 def publish_lock(target: Path, timeout: float = 300.0) -> Iterator[None]:
     """Serialize publishers (a run and ``skillmill index``); readers never take it."""
-    target.parent.mkdir(parents=True, exist_ok=True)
+    private.mkdir(target.parent)
     try:
         import fcntl
     except ImportError:  # not POSIX: publishers are not serialized
         yield
         return
-    with open(target.with_name(target.name + ".lock"), "a+b") as handle:
+    with private.open_file(target.with_name(target.name + ".lock"), "a+b") as handle:
         deadline = time.monotonic() + timeout
         while True:
             try:

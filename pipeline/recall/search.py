@@ -17,13 +17,14 @@ when the best skill explains too little of the task, nothing is returned.
 from __future__ import annotations
 
 import math
+import os
 import re
 from collections import namedtuple
 from pathlib import Path
 
 from pipeline import settings
 from pipeline.errors import IndexError_
-from pipeline.recall import lexical, serving
+from pipeline.recall import lexical, pending, serving
 from pipeline.recall.text import canonical_agent, canonical_language, keywords, repo_matches
 
 TYPE_CHECKING = False  # as typing.TYPE_CHECKING, without importing typing on the hook path
@@ -41,8 +42,18 @@ MIN_COVERAGE = 0.25
 MIN_RELATIVE = 0.25
 #: Candidates rank a little below approved skills when both are asked for.
 STATUS_PRIOR = {"approved": 1.0, "candidate": 0.85}
+#: ``root`` of the skills of our own library (``pipeline.recall.index.LIBRARY``), as against indexed folders.
+LIBRARY_ROOT = "library"
 #: Two results whose descriptions share this many words (Jaccard) are near-duplicates.
 DUPLICATE_JACCARD = 0.8
+#: A task is read up to this many characters: its start says what it is about, and a pasted
+#: 20 MB log would otherwise cost half a minute of tokenizing (the hook, MCP and the CLI all cut here).
+MAX_TASK_CHARS = 4000
+
+
+def clip_task(task: str) -> str:
+    """The part of a task recall reads (its first ``MAX_TASK_CHARS`` characters)."""
+    return task[:MAX_TASK_CHARS]
 
 
 class Hit(namedtuple("Hit", "name path score description status")):
@@ -158,6 +169,7 @@ class RecallIndex:
     # -- search -----------------------------------------------------------------------------------
     def search(self, query: str, *, limit: int = 5, include_candidates: bool = False,
                repo: str | None = None, language: str | None = None, agent: str | None = None) -> list[Hit]:
+        query = clip_task(query)
         if not self.snapshot.skills or not query.strip():
             return []
         statuses = set(self.servable) | ({"candidate"} if include_candidates else set())
@@ -189,6 +201,7 @@ class RecallIndex:
             for rank, doc in enumerate(ranking):
                 fused[doc] = fused.get(doc, 0.0) + CHANNEL_WEIGHTS[channel] / (RRF_K + rank + 1)
         rows = self._rows(list(fused))
+        behind = pending.behind()  # a decision not yet published: check that each skill is still where it was
         ranked = []
         for doc, value in fused.items():
             row = rows.get(doc)
@@ -200,7 +213,7 @@ class RecallIndex:
         hits: list[Hit] = []
         kept: list[dict[str, Any]] = []
         for value, row in ranked:
-            if any(_duplicate(row, other) for other in kept):
+            if any(_duplicate(row, other) for other in kept) or (behind and _moved(row)):
                 continue
             kept.append(row)
             hits.append(Hit(name=row["name"], path=row["path"], score=round(value * 1000, 4),
@@ -225,7 +238,9 @@ class RecallIndex:
         rows = self.snapshot.con.execute(
             f"SELECT {', '.join(cols)} FROM skills WHERE name = ?1 OR path = ?1 ORDER BY root = 'library' DESC, path",
             [name]).fetchall()
-        return [dict(zip(cols, r, strict=True)) for r in rows if r[3] in statuses]
+        behind = pending.behind()
+        found = [dict(zip(cols, r, strict=True)) for r in rows if r[3] in statuses]
+        return [row for row in found if not (behind and _moved(row))]
 
 
 _WORD = re.compile(r"[a-z0-9]+")
@@ -235,6 +250,12 @@ _PLAIN = re.compile(r"(?<![\w.])[A-Za-z][a-z]+(?!\w|\.\w)")
 def _plain_words(text: str) -> list[str]:
     """Words written as words: not identifiers, file names, numbers or hex."""
     return _PLAIN.findall(text)
+
+
+def _moved(row: dict[str, Any]) -> bool:
+    """A skill of our library whose folder no longer holds it: a decision moved it (deprecated, say) and has
+    not republished yet, or never will (killed). Served skills sit at ``<library>/<name>/``; one stat each."""
+    return row["root"] == LIBRARY_ROOT and not os.path.isfile(os.path.join(str(row["path"]), "SKILL.md"))
 
 
 def _duplicate(a: dict[str, Any], b: dict[str, Any]) -> bool:

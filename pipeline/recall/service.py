@@ -14,7 +14,7 @@ from typing import Any
 from pipeline import settings
 from pipeline.errors import IndexError_, SkillFileError
 from pipeline.library.store import Library, StoredSkill
-from pipeline.recall import feedback, semantic
+from pipeline.recall import feedback, pending, semantic
 from pipeline.recall.index import IndexedSkill, PublishReport, normalize_folder, publish
 
 
@@ -54,18 +54,19 @@ def reindex(library: Path | None = None, *, add: list[str | Path] | None = None,
     def report_error(file: Path, error: SkillFileError) -> None:
         errors.append({"path": str(file), "reason": error.message})
 
-    stored = list(lib.entries(on_error=report_error))
-    try:
-        state = StateDB()
-    except IndexError_:
-        if forget:
-            raise IndexError_("a skillmill run holds the state database, so a folder cannot be forgotten now",
-                              hint="try again when the run has finished") from None
-        state = None  # a run is writing: its own index stage will record the folders and feedback
-    try:
-        report = refresh(stored, con=state.con if state else None, add=add, forget=forget)
-    finally:
-        if state is not None:
-            state.close()
+    with pending.publishing(lib):  # a decision killed before its republish is published now
+        stored = list(lib.entries(on_error=report_error))
+        try:
+            state = StateDB()
+        except IndexError_:
+            if forget:
+                raise IndexError_("a skillmill run holds the state database, so a folder cannot be forgotten now",
+                                  hint="try again when the run has finished") from None
+            state = None  # a run is writing: its own index stage will record the folders and feedback
+        try:
+            report = refresh(stored, con=state.con if state else None, add=add, forget=forget)
+        finally:
+            if state is not None:
+                state.close()
     report.errors = errors + report.errors
     return report

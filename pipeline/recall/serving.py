@@ -24,6 +24,7 @@ import sys
 from array import array
 from pathlib import Path
 
+from pipeline import private
 from pipeline.errors import IndexError_
 
 #: Layout version of this file; a reader refuses any other (``skillmill index`` rebuilds it).
@@ -82,6 +83,7 @@ def write(con: object, target: Path, meta: dict[str, str], *, lexical_from: Path
 
     tables = {r[0] for r in con.execute("SELECT table_name FROM duckdb_tables()").fetchall()}  # type: ignore[attr-defined]
     out = sqlite3.connect(target)
+    private.restrict(target)  # owner-only before anything is written into it, as the index beside it
     try:
         out.executescript("PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF; PRAGMA page_size = 8192;" + _SCHEMA)
         skills = con.execute(f"SELECT {', '.join(SKILL_COLUMNS)} FROM skills ORDER BY doc").fetchall()  # type: ignore[attr-defined]

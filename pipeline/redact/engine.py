@@ -32,6 +32,9 @@ PLACEHOLDER_RE = re.compile(r"\[REDACTED:[a-z0-9-]+\]")
 _KIND = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
 #: Shorter text cannot hold any secret we detect; it is returned as it is.
 _MIN_TEXT = 8
+_WORD = re.compile(r"[A-Za-z0-9_.-]+")
+_WORD_MAX = 128
+
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,22 +60,48 @@ class Redactor:
     """Detectors plus the user's extra patterns and allow-list."""
 
     def __init__(self, extra_patterns: dict[str, str] | None = None, allow: Iterable[str] = ()) -> None:
-        from pipeline.redact import assignments, rules
+        from pipeline.redact import assignments, commands, encoded, prose, rules
 
         self.allow = frozenset(a for a in allow if a)
-        self.rules: list[_Rule] = [rules.PrivateKeyRule(), rules.TokenScanner(rules.token_rules()),
+        self.rules: list[_Rule] = [rules.PrivateKeyRule(),
+                                   rules.TokenScanner(rules.token_rules(), encoded.WrappedTokens()),
                                    rules.UrlRule(), rules.AuthorizationRule(),
-                                   assignments.KeywordAssignmentRule(), assignments.EntropyAssignmentRule()]
+                                   assignments.KeywordAssignmentRule(), assignments.EntropyAssignmentRule(),
+                                   commands.CommandLineRule(), prose.ProsePasswordRule()]
         self.rules[:0] = [_config_rule(kind, pattern) for kind, pattern in (extra_patterns or {}).items()]
+        # Decoded base64 is searched with every other rule (one level deep: no base64 in base64).
+        plain = list(self.rules)
+        self.rules.append(encoded.Base64Rule(lambda decoded: self._find(decoded, plain)))
+        # A single word (an id, a tool name, a model name) can only hold a token or base64 of one:
+        # every other rule needs a blank, '=', ':' or '/' to anchor on.
+        self._word_rules = [r for r in self.rules if isinstance(r, _ConfigRule | rules.TokenScanner
+                                                                   | encoded.Base64Rule)]
+        self._min_word = _MIN_TEXT if extra_patterns else rules.MIN_RUN
+        # ... and only if it starts like a provider token or like base64 of text: call ids
+        # (toolu_..., call_...) and tool names, redacted by the thousand, mostly stop here.
+        self._word_starts = frozenset(start.decode() for rule in self._word_rules if isinstance(rule, rules.TokenScanner)
+                                      for start in rule.by_start)
+        self._base64_lead, self._base64_run = frozenset(map(chr, rules.BASE64_LEAD)), rules.BASE64_RUN
+        self._check_every_word = bool(extra_patterns)
         self._view, self._aws_pairs = rules.View, rules.aws_pairs  # not an import per text
 
     def find(self, text: str) -> list[Finding]:
         """Non-overlapping findings, in text order."""
+        if len(text) <= _WORD_MAX and _WORD.fullmatch(text):
+            if len(text) < self._min_word:
+                return []  # shorter than any token (and no pattern of the user's to try)
+            if self._check_every_word or "." in text or "-us" in text or text[:2] in self._word_starts or (
+                    text[0] in self._base64_lead and len(text) >= self._base64_run):
+                return self._find(text, self._word_rules)
+            return []
+        return self._find(text, self.rules)
+
+    def _find(self, text: str, rules: list[_Rule]) -> list[Finding]:
         if len(text) < _MIN_TEXT:
             return []
         view = self._view(text)
         candidates: list[Candidate] = []
-        for rule in self.rules:
+        for rule in rules:
             if rule.wanted(view):
                 candidates.extend(rule.find(view))
         if not candidates:

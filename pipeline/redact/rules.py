@@ -9,7 +9,8 @@ hooks, whole private-key blocks, tokens as URL userinfo, and the context rules i
 ``assignments.py``.
 
 Speed (ingest reads GBs): rules look at a :class:`View` of the text -- its ASCII bytes, one
-byte per character so positions hold in the text. Provider tokens are found in one pass:
+byte per character so positions hold in the text, and the words rules gate on, each searched
+once (``View.has``; a short text is searched for all of them at once, ``View.quiet``). Provider tokens are found in one pass:
 ``bytes.translate`` marks token characters, a literal search finds the runs of 16 or more,
 and each run is dispatched on its first two characters to the few patterns that can start
 there. Thirty patterns run one after the other would scan the text thirty times.
@@ -21,6 +22,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import Protocol
 
 from detect_secrets.plugins.aws import AWSKeyDetector
 from detect_secrets.plugins.basic_auth import BasicAuthDetector
@@ -50,6 +52,22 @@ MIN_RUN = 16
 #: On the marked bytes: sixteen ``a`` start a run, the next blank ends it.
 _RUN_START = b"a" * MIN_RUN
 _ALNUM = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789")
+_ESCAPE_LETTERS = frozenset(b"ntr")
+#: The first character of base64 of printable ASCII (the top 6 bits of 0x20-0x7e), and the
+#: shortest run worth decoding: base64 of printable text rarely holds '+' or '/' (only for
+#: '>', '?' and '~'), so a span of it nearly always begins with a long run.
+BASE64_LEAD = frozenset(b"IJKLMNOPQRSTUVWXYZabcdef")
+BASE64_RUN = 20
+_LINE_BREAK = frozenset(b"\r\n\\")  # a run followed by one of these may go on on the next line
+_LINE_START = frozenset(b" \t\n\\n+->")  # ... and one after these may go on from the line before
+
+
+class Wrapped(Protocol):
+    by_start: dict[bytes, list[TokenRule]]
+
+    def first_part(self, view: View, rules: list[TokenRule], start: int, end: int) -> Candidate | None: ...
+
+    def second_part(self, view: View, start: int, end: int) -> Candidate | None: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,16 +78,36 @@ class Candidate:
     priority: int
 
 
+#: Words the context rules (assignments, command lines, prose) gate on. A short text is searched
+#: for all of them at once: nine in ten hold none, and every such rule then skips it for free.
+ANCHORS = (b"pass", b"pw", b"secret", b"token", b"key", b"cred", b"auth", b"curl", b"sudo", b"-p", b"\\u")
+_ANY_ANCHOR = re.compile(b"|".join(map(re.escape, ANCHORS)))
+_SHORT = 512
+
+
 class View:
     """A text as the rules read it: ASCII bytes (non-ASCII -> ``?``), lower-cased, token runs."""
 
-    __slots__ = ("_runs", "data", "lower", "text")
+    __slots__ = ("_has", "_runs", "base64_starts", "data", "lower", "quiet", "text")
 
     def __init__(self, text: str) -> None:
         self.text = text
         self.data = text.encode("ascii", "replace")
         self.lower = self.data.lower()
         self._runs: list[tuple[int, int]] | None = None
+        #: A short text holding none of ``ANCHORS``: rules gated on them have nothing to do.
+        self.quiet = len(self.lower) <= _SHORT and _ANY_ANCHOR.search(self.lower) is None
+        self._has: dict[bytes, bool] = {}
+        #: Runs that may begin base64 of printable text, noted by the token scanner on its way
+        #: through the runs for the base64 rule (``encoded.Base64Rule``).
+        self.base64_starts: list[int] = []
+
+    def has(self, word: bytes) -> bool:
+        """``word in self.lower``, searched once per text whichever rules ask (gates share anchors)."""
+        found = self._has.get(word)
+        if found is None:
+            found = self._has[word] = word in self.lower
+        return found
 
     def runs(self) -> list[tuple[int, int]]:
         """Maximal runs of ``[A-Za-z0-9_-]`` at least ``MIN_RUN`` long, as (start, end)."""
@@ -180,7 +218,8 @@ class TokenScanner:
     def wanted(view: View) -> bool:
         return len(view.data) >= MIN_RUN
 
-    def __init__(self, rules: list[TokenRule]) -> None:
+    def __init__(self, rules: list[TokenRule], wrapped: Wrapped | None = None) -> None:
+        self.wrapped = wrapped  # tokens cut by a line break (``encoded.WrappedTokens``)
         self.by_start: dict[bytes, list[TokenRule]] = {}
         self.dotted: list[TokenRule] = []
         for rule in rules:
@@ -189,10 +228,20 @@ class TokenScanner:
                 continue
             for start in rule.starts():
                 self.by_start.setdefault(start, []).append(rule)
+        if wrapped is not None:
+            wrapped.by_start = self.by_start
 
     def find(self, view: View) -> Iterator[Candidate]:
-        data, text, by_start = view.data, view.text, self.by_start
+        data, text, by_start, wrapped = view.data, view.text, self.by_start, self.wrapped
+        size = len(data)
+        base64_starts = view.base64_starts
         for start, end in view.runs():
+            if start and data[start - 1] == 0x5C and data[start] in _ESCAPE_LETTERS:
+                start += 1  # JSON-escaped text: `\nghp_...` -- the run began with the escape's letter
+            if data[start] == 0x2D and start and (data[start - 1] == 0x0A or data[start - 2:start] == b"\\n"):
+                start += 1  # a removed line of a diff, `-ghp_...`: no token starts with '-'
+            if data[start] in BASE64_LEAD and end - start >= BASE64_RUN and not (start and data[start - 1] in b"+/"):
+                base64_starts.append(start)
             if start and data[start - 1] == 0x2E:  # '.': SG.<run>, ya29.<run>
                 dotted = self._dotted(view, start)
                 if dotted is not None:
@@ -203,7 +252,17 @@ class TokenScanner:
                 if end - start in (35, 36) and data[start + 32:start + 35] == b"-us" and \
                         _MAILCHIMP.fullmatch(data, start, end):
                     yield Candidate(start, end, "mailchimp-key", PRIORITY_PROVIDER)
+                elif wrapped is not None and start and data[start - 1] in _LINE_START and (
+                        start < 2 or data[start - 2] in _LINE_START):  # a line break, then indentation
+                    joined = wrapped.second_part(view, start, end)
+                    if joined is not None:
+                        yield joined
                 continue
+            if wrapped is not None and end < size and data[end] in _LINE_BREAK:
+                joined = wrapped.first_part(view, rules, start, end)
+                if joined is not None:
+                    yield joined
+                    continue
             for rule in rules:
                 match = rule.pattern.match(data, start)
                 if match is None:

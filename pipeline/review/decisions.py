@@ -11,7 +11,9 @@ Lifecycle (the folder a skill lives in is its status)::
 
 Every decision holds the library lock, appends one audit entry (who, when, action, skill,
 version, before/after SHA-256 of the SKILL.md, reason, the flags it had) and republishes the
-recall index, so an approval reaches agents at once and a rejection never does.
+recall index, so an approval reaches agents at once and a rejection never does. Before its first
+file changes it marks the index as behind (``recall.pending``): killed before the republish,
+the next command republishes, and readers skip a skill whose folder has moved meanwhile.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from pipeline.library.history import REVIEW_KEYS, same_content
 from pipeline.library.memory import REVIEWED
 from pipeline.library.model import Skill
 from pipeline.library.store import SKILL_FILE, atomic_write, render_file
+from pipeline.recall import pending
 from pipeline.review.flags import flag_codes, risk_flags
 from pipeline.review.queue import Filters, NotFound, ReviewItem, check_name, find, items
 
@@ -136,7 +139,12 @@ class Review:
                 self.publish(self.library)
         return batch
 
+    def _changing(self) -> None:
+        """Just before a decision changes files: the recall index must follow (see the module docstring)."""
+        pending.mark(self.library.root)
+
     def _approve(self, item: ReviewItem) -> Decision:
+        self._changing()
         if item.status == "proposed":
             return self._apply_proposal(item)
         if item.status != "candidate":
@@ -162,6 +170,8 @@ class Review:
             item = find(self.library, name)
             before = sha256_file(item.stored.file)
             note = f"rejected {_stamp()} by {self.who}: {reason}"
+            if item.status in ("proposed", "candidate"):
+                self._changing()
             if item.status == "proposed":
                 self.library.reject_proposal(item.stored, _noted(item.skill, note))
                 decision = self._log("reject", item, before, reason, target="proposal")
@@ -187,6 +197,7 @@ class Review:
                                   hint=_state_hint(item))
             before = sha256_file(stored.file)
             note = f"deprecated {_stamp()} by {self.who}: {reason}"
+            self._changing()
             self.library.save(_noted(stored.skill, note, status="deprecated"))
             decision = self._log("deprecate", item, before, reason)
             self.publish(self.library)
@@ -206,6 +217,7 @@ class Review:
                 "extra_metadata": {**{k: v for k, v in edited.extra_metadata.items() if k not in REVIEW_KEYS},
                                    **{k: v for k, v in current.extra_metadata.items() if k in REVIEW_KEYS}}})
             before = sha256_file(item.stored.file)
+            self._changing()
             if item.status == "proposed":
                 skill = self.library.history.settle(skill)
                 rendered = render_file(skill)
@@ -240,6 +252,7 @@ class Review:
             note = f"restored v{version} {_stamp()} by {self.who}" + ("" if status == "approved" else f" (was {was})")
             skill = _noted(old, note, status=status, version=max(history.latest(name), old.version) + 1)
             before = sha256_file(current.file) if current else None
+            self._changing()
             self.library.save(skill)
             item = ReviewItem(self.library.get(name), status, risk_flags(skill))  # type: ignore[arg-type]
             decision = self._log("restore", item, before, reason=f"restored v{version}")

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
-from pipeline.distill.risk import FLAGS_KEY, findings
+from pipeline.distill.risk import FLAGS_KEY, findings, places
 from pipeline.library.model import Skill
 from pipeline.safety.findings import (
     CODES,
@@ -56,6 +56,7 @@ class Flag:
 def risk_flags(skill: Skill) -> list[Flag]:
     """Every risk in the skill, in reading order; one flag per rule, message and place."""
     flags = [Flag(f.code, f.message, where, f.excerpt, f.rule) for where, f in findings(skill)]
+    flags += _prose_passwords(skill)
     flags += recorded_flags(skill, {f.rule for f in flags})
     if skill.generated:
         sources = skill.trajectory_ids()
@@ -63,6 +64,20 @@ def risk_flags(skill: Skill) -> list[Flag]:
             flags.append(Flag(LOW_EVIDENCE, "no source trajectory", "sources"))
         elif len(sources) == 1 and skill.outcome == "failed":
             flags.append(Flag(LOW_EVIDENCE, "one trajectory, and it failed", "sources", sources[0]))
+    return flags
+
+
+def _prose_passwords(skill: Skill) -> list[Flag]:
+    """A password stated in words ("the staging password is tulip", "пароль от базы: ..."): too plain a
+    value for the redactor to replace safely, so a person reads it before any agent does."""
+    from pipeline.redact import prose_password
+
+    flags = []
+    for place in places(skill):
+        if place.text and not place.command and (match := prose_password(place.text)):
+            start, end = max(0, match.start() - 20), min(len(place.text), match.end() + 12)
+            flags.append(Flag(SECRET, "states a password in prose", place.where,
+                              " ".join(place.text[start:end].split()), "prose-password"))
     return flags
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from pipeline.errors import IndexError_
 from pipeline.library import Library
+from pipeline.recall import pending
 from pipeline.recall.service import refresh
 from pipeline.summary import RunSummary
 
@@ -26,9 +27,10 @@ def republish(library: Library) -> int:
             state = StateDB()
     except (IndexError_, duckdb.Error):  # a run is writing: publish what agents read, the run mirrors the rest
         # ``refresh`` without the state database keeps the folders and feedback the last index carried.
-        return refresh(list(library.entries(on_error=lambda *_: None))).skills
+        with pending.publishing(library):
+            return refresh(list(library.entries(on_error=lambda *_: None))).skills
     try:
-        return stages.index(state, library, RunSummary(library=str(library.root)))
+        return stages.index(state, library, RunSummary(library=str(library.root)))  # clears recall.pending
     finally:
         with STATE_DB_LOCK:
             state.close()

@@ -41,17 +41,19 @@ class TrajectoryBuilder:
     """Collects steps of one session; keeps the header fields in ``fields``."""
 
     def __init__(self, *, source_format: str, agent: str, source_path: str = "") -> None:
-        self.fields: dict[str, Any] = {
-            "source_format": source_format,
-            "agent": agent,
-            "source_path": source_path,
-        }
         self.steps: list[Step] = []
-        self._open_calls: dict[str, int] = {}
+        self._open_calls: dict[str, int] = {}  # sanitized call id -> the call's index
         self._task: Sanitized | None = None
         self.outcome: Outcome | None = None
         self.redactions: list[Redaction] = []
         self._redactor = current()
+        # Header text is redacted as it comes in (here and in ``set``), not at ``build``: an
+        # incremental read pickles the builder into the state database between reads.
+        self.fields: dict[str, Any] = {
+            "source_format": source_format,
+            "agent": self._clean(agent, None, "agent"),  # ATIF's comes from the file
+            "source_path": self._clean(source_path, None, "source_path"),
+        }
 
     def __getstate__(self) -> dict[str, Any]:
         # Incremental reads pickle a parser's builder (``TrajectoryFormat.resume``); the redactor
@@ -86,13 +88,14 @@ class TrajectoryBuilder:
         """Set header fields; the first non-empty value wins (sessions repeat them per line)."""
         for key, value in fields.items():
             if value not in (None, "") and self.fields.get(key) in (None, ""):
-                self.fields[key] = value
+                self.fields[key] = self._clean(value, None, key) if isinstance(value, str) and \
+                    key in _HEADER_TEXT else value
 
     # -- steps ------------------------------------------------------------------------
     def _add(self, kind: StepKind, text: str, timestamp: Any, **extra: Any) -> int:
         index = len(self.steps)
         same_as_command = bool(text) and text == extra.get("command")
-        for name in ("tool", "command", "diff"):
+        for name in ("tool", "call_id", "command", "diff"):
             if isinstance(extra.get(name), str):
                 extra[name] = self._clean(extra[name], index, name, clipped=name == "diff")
         if extra.get("paths"):
@@ -118,18 +121,19 @@ class TrajectoryBuilder:
         index = self._add(StepKind.TOOL_CALL, text or command or "", timestamp, tool=tool, call_id=call_id,
                           command=command, paths=list(dict.fromkeys(paths or [])), diff=diff,
                           sidechain=sidechain)
-        self._open_calls[call_id or f"#{index}"] = index
+        self._open_calls[self.steps[index].call_id or f"#{index}"] = index
         return index
 
     def result(self, *, call_id: str | None = None, text: str = "", exit_code: int | None = None,
                is_error: bool | None = None, timestamp: Any = None, sidechain: bool = False) -> int:
         """Record a tool result; without ``call_id`` it pairs with the latest unanswered call."""
-        key = call_id if call_id is not None else self._latest_open_key()
+        clean_id = self._clean(call_id, len(self.steps), "call_id") if call_id is not None else None
+        key = clean_id if clean_id is not None else self._latest_open_key()
         call_index = self._open_calls.pop(key, None) if key is not None else None
         tool = self.steps[call_index].tool if call_index is not None else None
         if is_error is None and exit_code is not None:
             is_error = exit_code != 0
-        index = self._add(StepKind.TOOL_RESULT, text, timestamp, tool=tool, call_id=call_id,
+        index = self._add(StepKind.TOOL_RESULT, text, timestamp, tool=tool, call_id=clean_id,
                           exit_code=exit_code, is_error=is_error, call_index=call_index,
                           sidechain=sidechain)
         if call_index is not None:
@@ -146,6 +150,7 @@ class TrajectoryBuilder:
     def amend_result(self, call_id: str, *, exit_code: int | None = None, is_error: bool | None = None,
                      paths: list[str] | None = None, diff: str | None = None) -> bool:
         """Late facts about a call (e.g. an exit code reported by a separate event)."""
+        call_id = self._redactor.sanitize(call_id)[0]  # as the steps hold it
         for step in reversed(self.steps):
             if step.call_id != call_id:
                 continue
@@ -187,6 +192,6 @@ def _clip(text: str) -> str:
     return clip(text)[0]
 
 
-#: Header fields that hold free text (a path, a branch name ...); the rest are plugin constants.
-_HEADER_TEXT = frozenset({"source_path", "agent_version", "model", "session_id", "parent_session_id", "cwd",
+#: Header fields that hold free text (a path, a branch name ...); ``source_format`` is the plugin's name.
+_HEADER_TEXT = frozenset({"source_path", "agent", "agent_version", "model", "session_id", "parent_session_id", "cwd",
                           "repo", "git_branch"})

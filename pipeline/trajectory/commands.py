@@ -74,7 +74,6 @@ _EDIT_SHELL = re.compile(r"^(sed\s+(-\S*i|--in-place)|perl\s+-\S*i|patch\b|git\s
                          r"mv\b|cp\b|rm\b|ed\b|truncate\b)")
 _REDIRECT_TARGET = re.compile(r"(?<![0-9&<])>>?\s*([^\s;&|<>]+)")
 _SUBMIT = re.compile(r"(COMPLETE_TASK_AND_SUBMIT|MINI_SWE_AGENT_FINAL_OUTPUT|^submit\b)")
-_SEGMENT_SPLIT = re.compile(r"\s*(?:&&|\|\||;)\s*")
 _ENV_PREFIX = re.compile(r"^(\w+=\S*\s+)+")
 
 
@@ -92,10 +91,51 @@ def first_line(command: str) -> str:
     return command.strip().split("\n", 1)[0].strip()
 
 
+def split_shell(command: str) -> list[str]:
+    """The first command line of ``command`` cut at ``&&``, ``||`` and ``;`` -- where the shell cuts it.
+
+    Separators inside quotes, after a backslash, or inside ``$( )``, backticks or a ``( )``
+    subshell are part of a word: ``python -c "import a; print(a)"`` and ``git commit -m "fix;
+    tests"`` are one command each. The line ends at the first newline outside quotes (a heredoc
+    body is not a command line); a quoted newline belongs to the command. An unclosed quote runs
+    to the end, as one part.
+    """
+    parts: list[str] = []
+    start = depth = i = 0
+    quote = ""
+    text = command.strip()
+    while i < len(text):
+        char = text[i]
+        if quote:
+            if char == "\\" and quote == '"':
+                i += 1
+            elif char == quote:
+                quote = ""
+        elif char == "\\":
+            i += 1
+        elif char in "'\"`":
+            quote = char
+        elif char == "(":
+            depth += 1
+        elif char == ")" and depth:
+            depth -= 1
+        elif char == "\n" and not depth:
+            break
+        elif not depth and text.startswith(("&&", "||"), i):
+            parts.append(text[start:i])
+            start = i = i + 2
+            continue
+        elif not depth and char == ";":
+            parts.append(text[start:i])
+            start = i + 1
+        i += 1
+    parts.append(text[start:i])
+    return [p.strip() for p in parts if p.strip()]
+
+
 def segments(command: str) -> list[str]:
-    """``cd x && pytest -q || true`` -> ``['pytest -q']``: the parts that do something."""
-    line = first_line(command)
-    parts = [_ENV_PREFIX.sub("", p.strip()) for p in _SEGMENT_SPLIT.split(line) if p.strip()]
+    """``cd x && pytest -q || true`` -> ``['pytest -q']``: the parts that do something (see :func:`split_shell`)."""
+    parts = [_ENV_PREFIX.sub("", p) for p in split_shell(command)]
     useful = [p for p in parts if not re.match(r"^(cd|source|\.|export|set|true|false|sleep)\b", p)]
     return useful or parts
 

@@ -61,7 +61,7 @@ class Step(_Sanitizing):
     text: Sanitized = Field(EMPTY, description="Message text, tool input summary or tool output (truncated).")
     text_size: int = Field(0, description="Length in characters of the text before truncation.")
     tool: Sanitized | None = Field(None, description="Tool name as the agent called it (Bash, Edit, bash ...).")
-    call_id: str | None = Field(None, description="The agent's id pairing a tool call with its result.")
+    call_id: Sanitized | None = Field(None, description="The agent's id pairing a tool call with its result.")
     command: Sanitized | None = Field(None, description="Shell command, for tool calls that run one.")
     paths: list[Sanitized] = Field(default_factory=list, description="Files the step reads or writes.")
     diff: Sanitized | None = Field(None, description="Unified diff of an edit, where the format gives one.")
@@ -102,7 +102,7 @@ class Trajectory(_Sanitizing):
     id: str = Field("", description="Content hash of the canonical form (see content_id).")
     source_format: str
     source_path: Sanitized = EMPTY
-    agent: str
+    agent: Sanitized
     agent_version: Sanitized | None = None
     model: Sanitized | None = None
     session_id: Sanitized | None = None

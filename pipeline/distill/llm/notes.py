@@ -20,7 +20,7 @@ from __future__ import annotations
 from pipeline.distill.abstraction import Abstractor
 from pipeline.distill.analysis import Analysis, Event, template
 from pipeline.distill.corrections import correction_at
-from pipeline.distill.facts import RepoFact, clean, fact_base, project_command
+from pipeline.distill.facts import RepoFact, clean, fact_base, own_segment, project_command
 from pipeline.distill.llm.grounding import Note
 from pipeline.trajectory.commands import CHECKS, Purpose
 
@@ -49,14 +49,14 @@ def note_facts(analysis: Analysis, notes: list[Note]) -> tuple[list[RepoFact], l
         if event is None:
             removed.append(f"{note.label}: {_why_not(analysis, runs, note)}")
             continue
-        command = event.command or ""
         if note.kind == "fix":
+            command = event.command or ""
             facts.append(RepoFact(**base, kind="fix", template=template(command), command=clean(command),
                                   steps=sorted({*note.steps, *event.steps}), symptom=abstract(note.error or "")))
         else:
             kind = event.purpose.value if event.purpose.value in _KINDS else note.kind
-            facts.append(RepoFact(**base, kind=kind, template=template(command), command=clean(command),
-                                  steps=event.steps))
+            own = own_segment(event)  # the check's own part of the command line, as the heuristics keep it
+            facts.append(RepoFact(**base, kind=kind, template=template(own), command=own, steps=event.steps))
     return facts, removed
 
 

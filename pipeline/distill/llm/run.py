@@ -25,7 +25,7 @@ from pipeline.index.state import StateDB
 from pipeline.library.store import Library
 from pipeline.llm.backend import BudgetReached, LLMError, ModelUnavailable
 from pipeline.llm.client import LLMClient, LLMSettings
-from pipeline.stages import WriteOutcome, consolidate_repos
+from pipeline.stages import WriteOutcome, consolidate_repos, withdraw_superseded
 from pipeline.summary import NothingReusable, RunError, RunSummary
 from pipeline.trajectory import Trajectory
 
@@ -94,6 +94,7 @@ class ModelRun:
                  if w.error is None and len(w.answers) == len(w.jobs)]
         consolidator = Consolidator(self.library, self.client, self.llm_state)
         repos: set[str] = set()
+        written: dict[str, list[str]] = {}
         with progress.stage("merge", len(ready)) as bar:
             for work in ready:
                 if self.stopped is not None:
@@ -114,9 +115,11 @@ class ModelRun:
                                                                          reason=assembled.reason))
                 self.state.save_distillation(work.trajectory.id, NAME, self.version, assembled.reason, names,
                                              assembled.facts)
+                written[work.trajectory.id] = names
                 repos.update(f.repo for f in assembled.facts)
                 work.jobs = []  # done
                 bar.advance()
+        withdraw_superseded(self.library, self.state.ancestors(written), written, outcome)
         consolidate_repos(self.state, self.library, repos, outcome)
         self.cached_requests += consolidator.cached_requests
         return outcome

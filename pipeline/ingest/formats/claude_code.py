@@ -43,6 +43,7 @@ from pipeline.ingest.formats._common import add_record
 from pipeline.ingest.identity import Identity
 from pipeline.ingest.reader import Checkpoint, Probe, iter_jsonl
 from pipeline.ingest.report import FileReport
+from pipeline.redact import sanitize
 from pipeline.trajectory import Trajectory, TrajectoryBuilder
 from pipeline.trajectory.commands import is_shell_tool
 
@@ -160,6 +161,22 @@ def _str(value: Any) -> str | None:
     return value if isinstance(value, str) and value else None
 
 
+def _id(value: Any) -> str | None:
+    """A call id, redacted once here: the session keys its maps by it, and they are pickled."""
+    return sanitize(value) if isinstance(value, str) and value else None
+
+
+def _sanitized(value: Any) -> Any:
+    """``value`` with every string in it redacted (a tool call's arguments)."""
+    if isinstance(value, str):
+        return sanitize(value)
+    if isinstance(value, dict):
+        return {key: _sanitized(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_sanitized(item) for item in value]
+    return value
+
+
 class _Transcript:
     """The entry tree of one file, and one ``_Session`` per agent (the main one, each subagent)."""
 
@@ -267,6 +284,23 @@ class _Session:
         self.pending_diffs: dict[str, tuple[str, dict[str, Any], str]] = {}
         self.header_done = False
 
+    def __getstate__(self) -> dict[str, Any]:
+        """What an incremental read stores in the state database: no session text unredacted.
+
+        Call ids are redacted as they come in (``_id``); edit arguments waiting for their result,
+        tool names and model names only here, when the session is pickled (rare, and cheap).
+        """
+        state = self.__dict__.copy()
+        state["pending_diffs"] = {call_id: (sanitize(name), _sanitized(args), sanitize(path))
+                                  for call_id, (name, args, path) in self.pending_diffs.items()}
+        state["call_tools"] = {call_id: sanitize(name) for call_id, name in self.call_tools.items()}
+        models: dict[str, int] = {}
+        for model, count in self.models.items():
+            clean = sanitize(model)
+            models[clean] = models.get(clean, 0) + count
+        state["models"] = models
+        return state
+
     def add(self, entry: dict[str, Any], kind: str, uuid: str | None, message: dict[str, Any]) -> None:
         b = self.builder
         if not self.header_done:  # every entry repeats them: the first complete one is enough
@@ -301,7 +335,8 @@ class _Session:
             # zlib.crc32, not hash(): the key must match across processes when a read resumes.
             btype = block.get("type")
             text = _str(block.get("text"))
-            key = _str(block.get("id")) or f"{message.get('id')}:{position}:{zlib.crc32((text or '').encode())}"
+            block_id = _id(block.get("id"))  # redacted: the keys of seen_blocks are pickled
+            key = block_id or f"{message.get('id')}:{position}:{zlib.crc32((text or '').encode())}"
             if key in self.seen_blocks:
                 continue  # the same block written again by a later line of the same response
             self.seen_blocks.add(key)
@@ -312,14 +347,13 @@ class _Session:
                 else:
                     self.builder.assistant(text, timestamp=stamp, sidechain=sidechain)
             elif btype == "tool_use":
-                self._tool_use(block, stamp, sidechain)
+                self._tool_use(block, block_id, stamp, sidechain)
 
-    def _tool_use(self, block: dict[str, Any], stamp: Any, sidechain: bool) -> None:
+    def _tool_use(self, block: dict[str, Any], call_id: str | None, stamp: Any, sidechain: bool) -> None:
         name = _str(block.get("name")) or "tool"
         args = block.get("input") if isinstance(block.get("input"), dict) else {}
         paths = [args[k] for k in _PATH_KEYS if _str(args.get(k))]
         command = _str(args.get("command")) if is_shell_tool(name) else None
-        call_id = _str(block.get("id"))
         diff = None
         if call_id and name.lower() in ("edit", "multiedit"):
             # The result's structuredPatch is the better diff (real line numbers, what was applied)
@@ -381,7 +415,7 @@ class _Session:
         self._user_text(text, stamp, attachment.get("isMeta") is True, sidechain)
 
     def _tool_result(self, block: dict[str, Any], entry: dict[str, Any], stamp: Any, sidechain: bool) -> None:
-        call_id = _str(block.get("tool_use_id"))
+        call_id = _id(block.get("tool_use_id"))
         if call_id:
             if call_id in self.answered:
                 return  # the same result written again

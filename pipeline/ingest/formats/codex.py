@@ -41,6 +41,7 @@ from pipeline.ingest.formats._common import (
 from pipeline.ingest.identity import resolve_repo
 from pipeline.ingest.reader import Probe, iter_jsonl
 from pipeline.ingest.report import FileReport
+from pipeline.redact import sanitize
 from pipeline.trajectory import Trajectory, TrajectoryBuilder
 from pipeline.trajectory.builder import parse_time
 
@@ -177,7 +178,8 @@ class _Rollout:
     def _session_meta(self, meta: dict[str, Any], stamp: Any) -> None:
         git = expect(meta, "git", dict) or {}
         self.cwd = self.cwd or expect(meta, "cwd", str)
-        self.repo = self.repo or repo_slug(git.get("repository_url"))
+        url = git.get("repository_url")  # redacted first: a slug cut from a URL loses the URL's shape
+        self.repo = self.repo or repo_slug(sanitize(url) if isinstance(url, str) else None)
         self.b.set(session_id=expect(meta, "id", str),
                    agent_version=expect(meta, "cli_version", str),
                    cwd=self.cwd, git_branch=git.get("branch") if isinstance(git.get("branch"), str) else None)
@@ -408,7 +410,9 @@ class _Rollout:
             return None
         if self.models:
             b.set(model=self.models.most_common(1)[0][0])
-        b.set(cwd=self.cwd, repo=resolve_repo(b.steps, cwd=self.cwd, remote=self.repo))
+        b.set(cwd=self.cwd)
+        cwd = b.fields.get("cwd")  # redacted, so its last part cannot be half of a credential
+        b.set(repo=resolve_repo(b.steps, cwd=cwd, remote=self.repo))
         stamps = [*self.stamps, *(s.timestamp for s in b.steps if s.timestamp is not None),
                   *(t for t in (parse_time(self.first_stamp), parse_time(self.last_stamp)) if t is not None)]
         if stamps:

@@ -41,6 +41,7 @@ from pipeline.ingest.formats._common import (
 from pipeline.ingest.identity import resolve_repo
 from pipeline.ingest.reader import Probe, iter_jsonl, load_json
 from pipeline.ingest.report import FileReport
+from pipeline.redact import sanitize
 from pipeline.trajectory import Trajectory, TrajectoryBuilder
 from pipeline.trajectory.builder import parse_time
 
@@ -188,7 +189,7 @@ class _Chat:
         cwd = _cwd(meta, self.seen_paths, self.result_heads)
         b.set(session_id=meta.get("sessionId") if isinstance(meta.get("sessionId"), str) else None,
               model=self.models.most_common(1)[0][0] if self.models else None, cwd=cwd,
-              repo=resolve_repo(b.steps, cwd=cwd),
+              repo=resolve_repo(b.steps, cwd=sanitize(cwd) if cwd else None),  # the redacted cwd
               started_at=parse_time(meta.get("startTime")), ended_at=parse_time(meta.get("lastUpdated")))
         if meta.get("kind") == "subagent":
             b.set(parent_session_id=path.parent.name)

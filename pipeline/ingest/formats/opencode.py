@@ -40,6 +40,7 @@ from pipeline.ingest.formats._common import (
 from pipeline.ingest.identity import resolve_repo
 from pipeline.ingest.reader import Probe, load_json
 from pipeline.ingest.report import FileReport
+from pipeline.redact import sanitize
 from pipeline.trajectory import Trajectory, TrajectoryBuilder
 from pipeline.trajectory.builder import parse_time
 
@@ -296,8 +297,9 @@ class _Session:
               parent_session_id=info.get("parentID") if isinstance(info.get("parentID"), str) else None,
               cwd=directory, model=self.models.most_common(1)[0][0] if self.models else None,
               started_at=parse_time(times.get("created")), ended_at=parse_time(times.get("updated")))
-        # path.root is the project's worktree (its git root), path.cwd where the agent ran
-        b.set(repo=resolve_repo(b.steps, cwd=b.fields.get("cwd"), git_root=self.root))
+        # path.root is the project's worktree (its git root), path.cwd where the agent ran; both redacted
+        root = sanitize(self.root) if self.root else None
+        b.set(repo=resolve_repo(b.steps, cwd=b.fields.get("cwd"), git_root=root))
         b.task = pick_task(self.prompts)
         return b.build()
 

@@ -33,7 +33,8 @@ def serve(library: Library, *, port: int = 8765, who: str, token: str | None = N
     sock.listen(128)
     bound = sock.getsockname()[1]
     publisher = BackgroundPublisher(library)
-    app = create_app(library, token=token, who=who, cookie=f"skillmill_review_{bound}", publisher=publisher)
+    app = create_app(library, token=token, who=who, cookie=f"skillmill_review_{bound}", publisher=publisher,
+                     port=bound)
     click.echo(f"Reviewing {library.root} as {who}")
     click.echo(f"Open http://{HOST}:{bound}/?token={token}")
     click.echo(f"token: {token}  (required on every request; Ctrl-C stops the server)")

@@ -4,6 +4,9 @@ Plain server-rendered HTML (Jinja2, autoescaped: skill text comes from transcrip
 vetted), one small script for keyboard shortcuts, no CDN, no inline script (the CSP forbids
 it). Every request needs the token printed at start: ``?token=`` once, then an HttpOnly,
 SameSite=Strict cookie; every form also carries the token, so another site cannot post one.
+Requests must name the server by its loopback address in ``Host`` (DNS rebinding: a page on
+``evil.example`` that re-resolves its name to 127.0.0.1 reaches the port, but says ``Host:
+evil.example``), so no other site can even read the denied page.
 """
 
 from __future__ import annotations
@@ -37,6 +40,8 @@ from pipeline.review.queue import (
 )
 
 HERE = Path(__file__).parent
+#: The names the page answers to (``Host``), with the port it is bound to.
+LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
 CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; form-action 'self'; "
        "base-uri 'none'; frame-ancestors 'none'")
 
@@ -62,9 +67,26 @@ def _query(params: Any) -> str:
     return urlencode(keep)
 
 
+def host_allowed(host: str, port: int | None, names: tuple[str, ...] = LOOPBACK_NAMES) -> bool:
+    """Whether a ``Host`` header names this server: a loopback name, and the bound ``port`` (any when None)."""
+    host = host.strip().lower()
+    if host.startswith("["):  # [::1]:8765
+        name, _, rest = host.partition("]")
+        name, given = name + "]", rest.removeprefix(":")
+    else:
+        name, _, given = host.partition(":")
+    if name not in names:
+        return False
+    return port is None or (given or "80") == str(port)  # no port in the header: the default one
+
+
 def create_app(library: Library, *, token: str, who: str, cookie: str = "skillmill_review",
-               publisher: BackgroundPublisher | None = None) -> FastAPI:
-    """The review app. Decisions republish the recall index through ``publisher`` (in the background)."""
+               publisher: BackgroundPublisher | None = None, port: int | None = None) -> FastAPI:
+    """The review app. Decisions republish the recall index through ``publisher`` (in the background).
+
+    ``port``: the port it is served on; requests whose ``Host`` is not a loopback name with this
+    port get 421 (any port when None).
+    """
     app = FastAPI(title="skillmill review", docs_url=None, redoc_url=None, openapi_url=None)
     publisher = publisher or BackgroundPublisher(library)
     app.state.publisher = publisher
@@ -83,6 +105,10 @@ def create_app(library: Library, *, token: str, who: str, cookie: str = "skillmi
 
     @app.middleware("http")
     async def guard(request: Request, call_next: Any) -> Response:
+        if not host_allowed(request.headers.get("host", ""), port):
+            where = f"127.0.0.1:{port}" if port else "127.0.0.1"
+            return Response(f"Misdirected request: this review page answers only at http://{where}/\n",
+                            status_code=421, media_type="text/plain")
         if request.url.path == "/favicon.ico":
             return Response(status_code=204)
         if request.url.path.startswith("/static/"):
