@@ -54,6 +54,8 @@ class RepoFact(BaseModel):
     outcome: str = "unknown"
     task: str = ""
     when: str | None = Field(None, description="When the session ended (ISO date): recency ranks items.")
+    ran: bool = Field(True, description="A command that ran in the project, passing or failing its checks "
+                                        "(False: it could not run here at all).")
     text: str | None = Field(None, description="A quote (correction), what was touched (location), the "
                                                "command that did not work (replaced).")
     paths: list[str] = Field(default_factory=list)
@@ -85,7 +87,7 @@ def repo_facts(analysis: Analysis) -> list[RepoFact]:
         if project_command(analysis, event) and event.purpose in CHECKS | {Purpose.INSTALL}:
             own = own_segment(event)
             facts.append(RepoFact(**base, kind=event.purpose.value, template=template(own), command=own,
-                                  ok=bool(event.ok), steps=event.steps))
+                                  ok=bool(event.ok), ran=_ran(event), steps=event.steps))
     facts += _replaced(analysis, base)
     for fix in analysis.fixes():
         if not fix.after.ok or not _ERRORISH.search(fix.failed.error or ""):
@@ -157,6 +159,15 @@ def project_command(analysis: Analysis, event: Event) -> bool:
     words = check_key(own).split()
     return not any(analysis.is_scratch(w.split("::")[0]) for w in words[1:]) and not (
         words and analysis.is_scratch(words[0]))
+
+
+def _ran(event: Event) -> bool:
+    """The command ran in the project: it passed, or the project's checks failed (exit 1), not the
+    command itself (not found, no such module, bad usage)."""
+    if event.ok:
+        return True
+    code = event.result.exit_code if event.result is not None else None
+    return code in (1, None) and not _UNAVAILABLE.search(event.error or "")
 
 
 def _replaced(analysis: Analysis, base: dict) -> list[RepoFact]:

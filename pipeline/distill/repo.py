@@ -32,7 +32,8 @@ from pipeline.library.model import Evidence, Item, Pitfall, Skill, SourceRef
 #: Served tokens a manual aims to stay under (rendered without provenance and sources).
 TOKEN_BUDGET = 800
 MAX_EVIDENCE = 3
-MAX_SOURCES = 24
+#: A plain ``pytest <tests>`` is worth a line once several sessions show it is how the repository tests.
+MIN_DEFAULT_SESSIONS = 3
 _LABEL = {"test": "Tests", "lint": "Lint / type-check", "build": "Build", "install": "Set up"}
 _LIMIT = {"test": 3, "lint": 2, "build": 2, "install": 2}
 #: A runner nobody needs to be told about: the ecosystem's default, with at most the usual flags.
@@ -89,8 +90,8 @@ def consolidate(repo: str, facts: Iterable[RepoFact]) -> Skill | None:
     corrections = _corrections(by_kind["correction"])
     instructions = _instructions(by_kind["location"])
     locations = _locations(by_kind["location"])
-    useful = ([c for c in commands if c.rank[0] == 0] + replaced + environment + preexisting + corrections
-              + instructions)
+    useful = ([c for c in commands if c.rank[1] == 0] + replaced + environment + corrections + instructions
+              + [e for e in preexisting if len(e.facts) > 1 or _sessions(e.facts) > 1])
     if not useful:
         return None  # nothing a capable agent would not know: no manual
     sections = {"commands": commands, "replaced": replaced, "environment": environment,
@@ -147,14 +148,17 @@ def _commands(by_kind: dict[str, list[RepoFact]], not_here: set[str | None],
         rows = []
         for shape, group in groups.items():
             passed = [f for f in group if f.ok]
+            ran = [f for f in group if f.ran]  # failing tests still show the runner works here
             if not passed or shape in not_here:
                 continue
             if kind == "install" and not _PROJECT_SETUP.match(shape) and _sessions(passed) < 2:
                 continue  # a task's new dependency, not how the repository is set up
-            default = bool(_DEFAULT.match(shape))
             others = [f for f in replaced if _fold(f.template) == shape]
-            rows.append(_Entry(group + others, rank=(1 if default and not others else 0, -_sessions(passed),
-                                                     _negate(_recency(passed)), shape), section="commands",
+            default = bool(_DEFAULT.match(shape)) and not others
+            if default and _sessions(ran) < MIN_DEFAULT_SESSIONS:
+                continue  # the ecosystem's default runner, seen once or twice: nothing to tell
+            rows.append(_Entry(group + others, rank=(-_sessions(ran), 1 if default else 0,
+                                                     _negate(_recency(ran)), shape), section="commands",
                                build=_command_item(kind, shape, group, others)))
         rows.sort(key=lambda e: e.rank)
         entries += rows[: _LIMIT[kind]]
@@ -164,13 +168,15 @@ def _commands(by_kind: dict[str, list[RepoFact]], not_here: set[str | None],
 def _command_item(kind: str, shape: str, group: list[RepoFact], replaced: list[RepoFact]) -> Callable[[], Item]:
     def build() -> Item:
         passed = [f for f in group if f.ok]
+        ran = [f for f in group if f.ran]
         example = _scoped_example(passed)
         display = _display_template(shape, example)
-        text = f"{_LABEL[kind]}: `{display}` {_support(passed)}."
-        if replaced:  # what did not work in this repository, said where the reader looks for the command
-            tried = "` or `".join(list(dict.fromkeys(f.text or "" for f in replaced))[:2])
-            symptom = _short(replaced[0].symptom, 90)
-            text += f" Not `{tried}`: `{symptom}` {_support(replaced)}."
+        text = f"{_LABEL[kind]}: `{display}` {_support(ran)}."
+        by_runner: dict[str, list[RepoFact]] = defaultdict(list)  # what did not run here, said beside it
+        for fact in replaced:
+            by_runner[fact.text or ""].append(fact)
+        for tried, facts in list(by_runner.items())[:2]:
+            text += f" Not `{tried}`: `{_short(facts[0].symptom, 70)}` {_support(facts)}."
         return Item(text=text, command=example, evidence=_evidence(passed + replaced))
     return build
 
@@ -185,11 +191,17 @@ def _display_template(shape: str, example: str) -> str:
 
 
 def _scoped_example(facts: list[RepoFact]) -> str:
-    """The most telling concrete run: one test or one file beats the whole suite; newest first."""
+    """The most telling concrete run: one file beats the whole suite, and a single test only when
+    several sessions ran it (a test the agent wrote for its task may be gone); newest first."""
+    seen: dict[str, set[str]] = defaultdict(set)
+    for fact in facts:
+        seen[fact.command].add(fact.trajectory)
+
     def scope(f: RepoFact) -> int:
-        return 2 if "::" in f.command or " -k " in f.command or " -t " in f.command else (
-            1 if re.search(r"\S+\.\w+\b|\w+\.\w+", f.command.split(" ", 1)[-1]) else 0)
-    best = max(facts, key=lambda f: (scope(f), f.when or "", -len(f.command)))
+        if "::" in f.command or " -k " in f.command or " -t " in f.command:
+            return 2 if len(seen[f.command]) > 1 else 0
+        return 1 if re.search(r"\S+\.\w+\b|\w+\.\w+", f.command.split(" ", 1)[-1]) else 0
+    best = max(facts, key=lambda f: (scope(f), len(seen[f.command]), f.when or "", -len(f.command)))
     return best.command
 
 
@@ -305,7 +317,8 @@ def _locations(facts: list[RepoFact]) -> list[_Entry]:
             by_file[fact.template].append(fact)
     by_folder: dict[str, list[str]] = defaultdict(list)
     for path in by_file:
-        by_folder[path.rsplit("/", 1)[0] + "/" if "/" in path else "./"].append(path)
+        if "/" in path:  # a file at the root (a script, a config) says nothing about where code lives
+            by_folder[path.rsplit("/", 1)[0] + "/"].append(path)
     entries = []
     for folder, paths in by_folder.items():
         group = [f for p in paths for f in by_file[p]]
@@ -358,9 +371,11 @@ def _skill(repo: str, sections: dict[str, list[_Entry]]) -> Skill:
         if lines:
             notes += [heading, *[str(line) for line in lines], ""]
     used = [f for entries in sections.values() for e in entries for f in e.facts]
-    sources: dict[str, SourceRef] = {}
+    cited = {e.trajectory for i in [*procedure, *pitfalls] if isinstance(i, Item | Pitfall) for e in i.evidence}
+    cited |= set(re.findall(r"(?<=[ ])([0-9a-f]{16})(?=:)", "\n".join(notes)))
+    sources: dict[str, SourceRef] = {}  # what the items cite, so a reviewer can open every one of them
     for fact in sorted(used, key=lambda f: (f.when or "", f.trajectory), reverse=True):
-        if len(sources) < MAX_SOURCES:
+        if fact.trajectory in cited:
             sources.setdefault(fact.trajectory, SourceRef(trajectory=fact.trajectory, agent=fact.agent,
                                                           outcome=fact.outcome, task=fact.task))
     label = repo_label(repo)
