@@ -71,16 +71,20 @@ def trivial_reason(analysis: Analysis, *, request: bool = False) -> str | None:
 
 
 def _no_fact_reason(analysis: Analysis) -> str:
+    # Unreadable inputs first: a redacted Codex rollout (patches and commands replaced by placeholders)
+    # has its folder and remote redacted too, so it knows no repository either -- but naming one would
+    # not make it give a fact; the redaction is why it gives none.
+    if _unreadable(analysis):
+        return "tool inputs unreadable (redacted or unparsable)"
     if not analysis.trajectory.repo:
         return "no repository known: nothing to file its facts under"
-    if _unreadable(analysis):  # e.g. redacted Codex rollouts: patches and commands replaced by placeholders
-        return "tool inputs unreadable (redacted or unparsable)"
     if not analysis.edits and not any(e.command for e in analysis.events):
         return "no project command ran and nothing was edited"
     return "no project command ran, no correction, no file searched for and then edited"
 
 
 def _unreadable(analysis: Analysis) -> bool:
-    """Edits without a file name, or shell calls without a command: we cannot tell what was done."""
-    return any((e.purpose is Purpose.EDIT and not e.paths) or (is_shell_tool(e.call.tool) and not e.command)
-               for e in analysis.events)
+    """Edits with neither a file name nor a command line, or shell calls without a command: we cannot
+    tell what was done (``mkdir -p components`` names no file, yet says exactly what it did)."""
+    return any((e.purpose is Purpose.EDIT and not e.paths and not e.command)
+               or (is_shell_tool(e.call.tool) and not e.command) for e in analysis.events)
