@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.distill import distill
+from pipeline.distill import consolidate, distill
 from pipeline.ingest import ingest_file
 from pipeline.trajectory import StepKind
 
@@ -207,14 +207,28 @@ def test_pre_rolloutline_rollouts_are_read(corpus: Path, tmp_path: Path) -> None
 
 
 def test_the_distiller_learns_from_a_codex_session(corpus: Path) -> None:
+    """No skill of the session's own (its fix will not recur): the commands it ran, each with its purpose
+    and whether it worked, and the files it found and then edited -- for the working-in-<repo> manual."""
     _, [t] = ingest_file(corpus / "codex" / NEW)
-    [skill] = distill(t).skills
-    assert skill.repo == "codemie-ai/codemie-code" and skill.outcome == "resolved"
+    assert t.repo == "codemie-ai/codemie-code" and t.outcome.status == "resolved"
+    distilled = distill(t)
+    assert distilled.skills == [] and distilled.reason is None
+    assert all(f.repo == t.repo and f.agent == "codex" and f.outcome == "resolved" and f.steps
+               for f in distilled.facts)
+    test = 'npm test -- --run src/agents/plugins/__tests__/codemie-code-reasoning.test.ts'
+    assert [(f.kind, f.command, f.ok) for f in distilled.facts if f.kind in ("test", "build")] == [
+        ("test", f'{test} -t "Compaction Config"', False),  # the new test, before the change
+        ("test", f'{test} -t "Compaction Config"', True),
+        ("test", test, True),
+        ("build", "npm run build", True)]
     edited = {p for c in t.tool_calls() if c.tool == "apply_patch" for p in c.paths}
-    assert any(p in item.text for item in skill.procedure for p in edited)
-    assert [v.command for v in skill.verification] == ["npm run build"]
+    assert {p for f in distilled.facts if f.kind == "location" for p in f.paths} == edited
+    manual = consolidate(t.repo, distilled.facts)
+    assert manual is not None and manual.name == "working-in-codemie-code" and manual.kind == "repo"
+    assert manual.procedure[0].text.startswith("Tests: `npm test -- --run <tests>` (1 session")
+    assert [i.command for i in manual.procedure] == [f'{test} -t "Compaction Config"', "npm run build"]
     _, [read_only] = ingest_file(corpus / "codex" / OLD)
-    assert distill(read_only).reason == "read-only session: no edits and no error fixes"
+    assert distill(read_only).reason == "no project command ran, no correction, no file searched for and then edited"
 
 
 def test_redacted_sessions_say_their_inputs_are_unreadable(corpus: Path) -> None:

@@ -72,10 +72,18 @@ def skill_files(library: Path) -> str:
     return "\n".join(p.read_text() for p in sorted(library.rglob("*")) if p.is_file())
 
 
+#: The sessions these tests count requests, answers and budgets for: samples/ grows (sympy and matplotlib
+#: came for the manuals), the flow's arithmetic here should not.
+SESSIONS = ("django__django-10999", "django__django-16255", "django__django-16938", "pallets__flask-5014")
+
+
 @pytest.fixture
 def inputs(tmp_path: Path) -> Path:
     folder = tmp_path / "in"
-    shutil.copytree(SAMPLES / "mini_swe_agent", folder)
+    folder.mkdir()
+    for path in (SAMPLES / "mini_swe_agent").iterdir():
+        if path.name == "SOURCES.jsonl" or path.name.split(".")[0] in SESSIONS:
+            shutil.copy(path, folder)
     return folder
 
 

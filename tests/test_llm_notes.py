@@ -8,7 +8,7 @@ import pytest
 
 from pipeline.distill.analysis import analyze
 from pipeline.distill.facts import repo_facts
-from pipeline.distill.llm.extract import assemble
+from pipeline.distill.llm.extract import assemble, jobs
 from pipeline.distill.llm.schema import Extraction
 from pipeline.ingest import ingest_file
 from tests.plant import plant_checkout
@@ -73,3 +73,15 @@ def test_a_command_no_run_shows_working_is_left_out(corpus: Path) -> None:
     assert assembled.facts == repo_facts(analyze(t))
     assert assembled.report.removed == ["command 1: no run of the command `cd build/build_release && cmake -B . "
                                         "-S .` shows it working"]
+
+
+def test_a_short_request_of_a_launch_is_not_sent_yet_its_correction_reaches_the_manual(corpus: Path) -> None:
+    """aider's "don't use --no-git in those tests" is a request of two edits in a launch: the heuristics read
+    it for the user's correction, but it is not worth a request of its own (~8 KB of prompt for two calls)."""
+    found = ingest_file(corpus / "aider/aider-repo/tests_fixtures_chat-history.md")[1]
+    t = next(t for t in found if t.session_id == "2024-08-06T08:55:14#1.2")
+    assert t.parent_session_id and len(t.tool_calls()) == 2
+    assert jobs(t, "openai/x") == []
+    assembled = assemble(t, [], "openai/x")
+    assert assembled.reason == "not sent to the model: too short to generalize (2 tool calls)"
+    assert [f.text for f in assembled.facts if f.kind == "correction"] == ["don't use --no-git in those tests"]

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.distill import distill
+from pipeline.distill import consolidate, distill
 from pipeline.distill.analysis import analyze
 from pipeline.ingest import ingest_file
 from pipeline.trajectory import StepKind
@@ -193,11 +193,17 @@ def test_a_truncated_exported_list_fails_cleanly(corpus: Path, tmp_path: Path) -
 
 def test_the_distiller_learns_from_a_labelled_resolver_run(corpus: Path) -> None:
     _, [_, dark] = ingest_file(corpus / ROOT / RESOLVER)
-    [skill] = distill(dark).skills
-    assert skill.outcome == "resolved" and skill.repo == "neubig/pr-viewer"
-    assert {i.text.split("`")[1] for i in skill.procedure if i.text.startswith("Edit `")} == {
-        "src/App.css", "src/PullRequestViewer.tsx"}  # the files of the submitted patch, relative to /workspace
-    assert any("No exact match found" in p.symptom for p in skill.pitfalls)
+    assert dark.outcome.status == "resolved" and dark.outcome.source == "label" and dark.repo == "neubig/pr-viewer"
+    distilled = distill(dark)
+    assert distilled.skills == [] and distilled.reason is None
+    # Where the work happened: the files of the submitted patch, relative to /workspace (every edit of
+    # src/App.tsx was refused, so it is not one).
+    assert [(f.kind, f.paths, f.outcome) for f in distilled.facts] == [
+        ("location", ["src/App.css"], "resolved"), ("location", ["src/PullRequestViewer.tsx"], "resolved")]
+    # The editor's refusals ("No exact match found") are the harness's, never a lesson.
+    assert not any("No exact match found" in str(f.model_dump()) for f in distilled.facts)
+    # One task's files are that task's history: a manual needs a place several sessions worked in.
+    assert consolidate(dark.repo, distilled.facts) is None
 
 
 def test_a_chat_without_tools_gives_nothing_and_says_so(corpus: Path) -> None:

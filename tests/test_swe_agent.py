@@ -224,22 +224,27 @@ def test_the_distiller_understands_swe_agent_commands(corpus: Path) -> None:
                         "submit"]
     # Unlabelled and never checked by a project test: no verdict (unverified is not failed).
     assert t.outcome.status == "unknown" and t.outcome.source == "heuristic"
-    # Had a harness labelled it resolved, its edits would make the procedure:
+    # Had a harness labelled it resolved: no skill of its own, and one fact -- the file it searched for
+    # (find_file, open) and then edited. Not its scratch script, whose run is no project command, nor
+    # the editor's refusals ("Your proposed edit has introduced new syntax error").
     t.outcome = Outcome(status="resolved", source="label", evidence="SWE-bench report (test)")
     distilled = distill(t)
-    [skill] = distilled.skills
-    assert skill.repo == "pydicom/pydicom" and skill.kind == "procedure"
-    assert any(i.text.startswith("Edit `pydicom/pixel_data_handlers/numpy_handler.py`") for i in skill.procedure)
-    assert "PixelRepresentation" in " ".join(i.text for i in skill.procedure)  # the reproduction's error
-    assert skill.pitfalls and "Your proposed edit has introduced new syntax error" in skill.pitfalls[0].symptom
+    assert distilled.skills == [] and distilled.reason is None
+    [fact] = distilled.facts
+    assert (fact.kind, fact.paths, fact.repo, fact.outcome) == (
+        "location", ["pydicom/pixel_data_handlers/numpy_handler.py"], "pydicom/pydicom", "resolved")
+    assert not re.search(r"reproduce_bug|syntax error", str(fact.model_dump()))
 
 
-def test_unchecked_runs_say_why_they_give_nothing(corpus: Path) -> None:
+def test_unchecked_runs_give_no_command_only_where_they_worked(corpus: Path) -> None:
     _, [t] = ingest_file(corpus / ROOT / TEST_REPO)
     distilled = distill(t)
-    assert not distilled.skills  # "python missing_colon.py" printed 8.2, but SWE-agent records no exit code
+    assert not distilled.skills
     assert t.outcome.status == "unknown" and "without any project test" in t.outcome.evidence
-    assert distilled.reason == "edits were never checked: no passing test, build, lint or run after them"
+    # "python3 tests/missing_colon.py" printed 8.2, but SWE-agent records no exit code: no command fact, and
+    # no verdict; what stays is the file it found and edited. A reason is given only for a session with no fact.
+    assert [(f.kind, f.paths, f.outcome) for f in distilled.facts] == [("location", ["tests/missing_colon.py"], "unknown")]
+    assert distilled.reason is None
 
 
 def test_preds_json_is_skipped_too(corpus: Path, tmp_path: Path) -> None:

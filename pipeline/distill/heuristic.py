@@ -48,11 +48,15 @@ def distill(trajectory: Trajectory) -> Distilled:
     return Distilled(trajectory.id, facts=facts, reason=None if facts else _no_fact_reason(analysis))
 
 
-def trivial_reason(analysis: Analysis) -> str | None:
+def trivial_reason(analysis: Analysis, *, request: bool = False) -> str | None:
     """Why a session is too slight to learn from at all, by the cheapest checks.
 
-    The model distiller asks these before paying for a request: no tool activity, a smoke
-    test, too few tool calls to generalize from.
+    The model distiller asks these before paying for a request (``request=True``): no tool
+    activity, a smoke test, too few tool calls to generalize from. A short piece of a larger
+    session (a subagent's run, one request of an aider launch) still gives its facts here -- a
+    one-edit request can hold the person's correction of the one before -- but is not worth a
+    request of its own: ~8 KB of system prompt and schema for a transcript of one or two calls,
+    whose facts the heuristics give anyway.
     """
     trajectory = analysis.trajectory
     calls = len([e for e in analysis.events if not e.protocol])
@@ -61,22 +65,26 @@ def trivial_reason(analysis: Analysis) -> str | None:
         return "no tool activity"
     if _SMOKE.match(first_line):
         return f"smoke test ({first_line[:40]!r})"
-    if calls < MIN_TOOL_CALLS and not trajectory.parent_session_id:
+    if calls < MIN_TOOL_CALLS and (request or not trajectory.parent_session_id):
         return f"too short to generalize ({calls} tool call{'s' if calls != 1 else ''})"
     return None
 
 
 def _no_fact_reason(analysis: Analysis) -> str:
+    # Unreadable inputs first: a redacted Codex rollout (patches and commands replaced by placeholders)
+    # has its folder and remote redacted too, so it knows no repository either -- but naming one would
+    # not make it give a fact; the redaction is why it gives none.
+    if _unreadable(analysis):
+        return "tool inputs unreadable (redacted or unparsable)"
     if not analysis.trajectory.repo:
         return "no repository known: nothing to file its facts under"
-    if _unreadable(analysis):  # e.g. redacted Codex rollouts: patches and commands replaced by placeholders
-        return "tool inputs unreadable (redacted or unparsable)"
     if not analysis.edits and not any(e.command for e in analysis.events):
         return "no project command ran and nothing was edited"
     return "no project command ran, no correction, no file searched for and then edited"
 
 
 def _unreadable(analysis: Analysis) -> bool:
-    """Edits without a file name, or shell calls without a command: we cannot tell what was done."""
-    return any((e.purpose is Purpose.EDIT and not e.paths) or (is_shell_tool(e.call.tool) and not e.command)
-               for e in analysis.events)
+    """Edits with neither a file name nor a command line, or shell calls without a command: we cannot
+    tell what was done (``mkdir -p components`` names no file, yet says exactly what it did)."""
+    return any((e.purpose is Purpose.EDIT and not e.paths and not e.command)
+               or (is_shell_tool(e.call.tool) and not e.command) for e in analysis.events)

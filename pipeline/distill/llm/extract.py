@@ -52,12 +52,13 @@ def skip_reason(trajectory: Trajectory) -> str | None:
     """Why a trajectory is not worth a request (no tool activity, a smoke test, too short), or None.
 
     Never paying for noise matters more than anything a model could find in a two-call session;
-    the same cheap checks gate the zero-LLM distiller.
+    the same cheap checks gate the zero-LLM distiller, which alone still reads a short piece of a
+    larger session (an aider request, a subagent) for its facts -- they are kept here too.
     """
     from pipeline.distill.analysis import analyze
     from pipeline.distill.heuristic import trivial_reason
 
-    return trivial_reason(analyze(trajectory))
+    return trivial_reason(analyze(trajectory), request=True)
 
 
 def jobs(trajectory: Trajectory, model: str, chunk_chars: int = CHUNK_CHARS) -> list[ExtractJob]:

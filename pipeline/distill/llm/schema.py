@@ -6,9 +6,10 @@ short on purpose, since every byte is paid for on every request.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field, ValidationInfo, field_validator, model_validator
+from typing_extensions import TypeAliasType
 
 
 def _compact(node: Any) -> Any:
@@ -44,27 +45,31 @@ class _Answer(BaseModel):
         return _compact(super().model_json_schema(*args, **kwargs))
 
 
+#: Defined once and referred to by every field that cites steps (each copy costs ~100 bytes of indented JSON).
+Steps = TypeAliasType("Steps", Annotated[list[int], Field(description="Transcript step numbers [N] it comes from")])
+
+
 class StepDraft(_Answer):
     text: str = Field(description="What to do, in general words")
-    command: str | None = Field(None, description="The command exactly as the agent ran it ($ lines)")
-    files: list[str] = Field(default_factory=list, description="Files involved, as written in the transcript")
-    steps: list[int] = Field(default_factory=list, description="Transcript step numbers [N] it comes from")
+    command: str | None = None
+    files: list[str] = Field(default_factory=list, description="Files involved")
+    steps: Steps = Field(default_factory=list)
 
 
 class PitfallDraft(_Answer):
     symptom: str = Field(description="What went wrong, as the next agent would notice it")
-    error: str | None = Field(None, description="The error message, copied verbatim from the transcript")
+    error: str | None = None
     cause: str | None = None
     fix: str = Field(description="What got past it")
-    command: str | None = Field(None, description="The command that fixed it, exactly as run")
+    command: str | None = Field(None, description="The command that fixed it")
     files: list[str] = Field(default_factory=list)
-    steps: list[int] = Field(default_factory=list)
+    steps: Steps = Field(default_factory=list)
 
 
 class AttemptDraft(_Answer):
     approach: str = Field(description="An approach that was tried and did not work")
     why: str = Field(description="Why it did not work")
-    steps: list[int] = Field(default_factory=list)
+    steps: Steps = Field(default_factory=list)
 
 
 class SkillDraft(_Answer):
@@ -86,20 +91,20 @@ class SkillDraft(_Answer):
 
 
 class CorrectionNote(_Answer):
-    quote: str = Field(description="Verbatim from a USER message")
+    quote: str
     step: int | None = None
 
 
 class FixNote(_Answer):
-    error: str = Field(description="Verbatim")
-    command: str = Field(description="What got past it, exactly as run")
-    steps: list[int] = Field(default_factory=list)
+    error: str
+    command: str = Field(description="What got past it")
+    steps: Steps = Field(default_factory=list)
 
 
 class CommandNote(_Answer):
     purpose: Literal["test", "build", "lint", "install"]
-    command: str = Field(description="Exactly as run")
-    steps: list[int] = Field(default_factory=list)
+    command: str
+    steps: Steps = Field(default_factory=list)
 
 
 class Extraction(_Answer):
