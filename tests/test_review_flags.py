@@ -12,6 +12,7 @@ from pipeline.ingest import ingest_file
 from pipeline.library import markdown
 from pipeline.library.model import Item
 from pipeline.review.flags import risk_flags
+from tests.review_support import MANUALS
 from tests.test_skill_file import sample_skills
 
 
@@ -56,7 +57,7 @@ def test_skills_distilled_from_the_samples_carry_no_risk(tmp_path: Path) -> None
     """No dangerous command, agent instruction or secret in any manual of the samples; the one flag is
     matplotlib's low-evidence (its one session failed), though its fix runs `apt-get install`."""
     skills = sample_skills()
-    assert len(skills) >= 4
+    assert [s.name for s in skills] == list(MANUALS)
     for skill in skills:
         expected = ["low-evidence"] if skill.name == "working-in-matplotlib" else []
         assert [f.code for f in risk_flags(skill)] == expected, skill.name
