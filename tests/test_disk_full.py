@@ -20,7 +20,7 @@ from click.testing import CliRunner
 from pipeline.cli import main
 from tests.review_support import build, django_inputs
 
-SITEMAPS = "django-sitemaps-without-items-raise-valueerror-callable"
+MANUAL = "working-in-django"  # what the django sitemaps session gives
 ADVICE = "free some space or point SKILLMILL_HOME/--library elsewhere"
 
 
@@ -74,7 +74,7 @@ def test_a_full_library_is_named_when_a_decision_is_written(small_disk: Path, tm
     library = small_disk / "skills"
     shutil.copytree(built, library)
     fill(small_disk)
-    code, output = skillmill("review", "approve", SITEMAPS, "--by", "alice", "--library", str(library))
+    code, output = skillmill("review", "approve", MANUAL, "--by", "alice", "--library", str(library))
     assert code == 2, output
     assert output.startswith(f"Error: no space left on {library}") and output.endswith(f": {ADVICE}\n")
     assert len(output.splitlines()) == 1 and "internal error" not in output

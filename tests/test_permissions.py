@@ -22,6 +22,9 @@ from pipeline.cli import main
 from tests.conftest import ROOT, SAMPLES
 from tests.review_support import build, django_inputs
 
+MANUAL = "working-in-django"
+QUERY = "run the django tests with runtests.py"
+
 
 @pytest.fixture(autouse=True)
 def usual_umask() -> Iterator[None]:
@@ -53,10 +56,9 @@ def test_a_run_review_recall_and_hook_leave_nothing_in_home_open_to_others(
         result = CliRunner().invoke(main, list(args), catch_exceptions=False)
         assert result.exit_code == 0, result.output
 
-    cli("review", "approve", "django-sitemaps-without-items-raise-valueerror-callable", "--by", "alice",
-        "--library", str(library))
-    cli("feedback", "add", "django-sitemaps-without-items-raise-valueerror-callable", "helpful", "--note", "ok")
-    cli("recall", "sitemaps without items raise ValueError on callable lastmod")
+    cli("review", "approve", MANUAL, "--by", "alice", "--library", str(library))
+    cli("feedback", "add", MANUAL, "helpful", "--note", "ok")
+    cli("recall", QUERY)
 
     from pipeline.execution.lock import run_lock
     from pipeline.runs.report import write_snapshot
@@ -64,12 +66,12 @@ def test_a_run_review_recall_and_hook_leave_nothing_in_home_open_to_others(
     with run_lock():
         write_snapshot([])
     payload = {"hook_event_name": "UserPromptSubmit", "session_id": "s-1", "cwd": str(tmp_path),
-               "prompt": "sitemaps without items raise ValueError on callable lastmod"}
+               "prompt": QUERY}
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     hook = subprocess.run([sys.executable, "-c", "import os; os.umask(0o022); from pipeline.agents import hook; "
                            "hook._log('a line for the log'); hook.run('claude-code')"],
                           input=json.dumps(payload), capture_output=True, text=True, env=env, timeout=60, check=True)
-    assert "sitemaps" in hook.stdout
+    assert MANUAL in hook.stdout
 
     assert not open_to_others(isolated_home)
     assert {p.name for p in isolated_home.iterdir()} >= {

@@ -19,10 +19,13 @@ from pipeline.review.flags import risk_flags
 from pipeline.review.web.app import create_app
 from tests.conftest import SAMPLES
 from tests.dangerous_support import PLACES, PROSE, THIRTEEN, Planted, every_planting, plant
-from tests.review_support import build
+from tests.review_support import SERIALIZATION, build, serialization_skill
 
-FLASK = "flask-require-non-empty-name-blueprints"  # every command ordinary: a batch approves it as it is
-SERIALIZATION = "django-serialization-m2m-relation-fails-custom-manager"  # edits with `sed -i`: approved by name
+FLASK = "working-in-flask"  # every command ordinary, its session resolved: a batch approves it as it is
+# SERIALIZATION, a per-session procedure skill, edits with `sed -i`: unflagged, approved by name
+MATPLOTLIB = "working-in-matplotlib"  # flagged low-evidence, and its Environment fix runs `apt-get install`
+UNVERIFIED = "working-in-monochromatic2025may24-pnpmtest"  # unflagged; only unverified aider sessions, no check
+PORT = 8766
 
 
 def cli(*args: str, code: int = 0) -> Result:
@@ -33,9 +36,11 @@ def cli(*args: str, code: int = 0) -> Result:
 
 @pytest.fixture
 def library(tmp_path: Path) -> Library:
-    """The samples' skills as a run writes them, plus every planting of the thirteen and the prose."""
+    """The samples' manuals as a run writes them, a per-session procedure skill that edits with `sed -i`,
+    and every planting of the thirteen and the prose in the flask manual."""
     build([SAMPLES], tmp_path / "lib")
     lib = Library(tmp_path / "lib")
+    lib.save(flag(serialization_skill()))
     base = lib.get(FLASK).skill
     for _, _, skill in every_planting(base):
         lib.save(flag(skill))
@@ -74,10 +79,16 @@ def test_approve_all_refuses_every_planting_and_says_why(library: Library) -> No
     for name in _planted_names():
         assert refused[name]["flags"] and refused[name]["reasons"], refused[name]
         assert library.get(name).skill.status == "candidate"
-    # the untouched sample skill is ordinary; the one that edits with sed -i waits for a name, unflagged
-    assert FLASK in approved
+    # the untouched manuals of verified sessions are ordinary; the skill that edits with sed -i waits for a
+    # name, unflagged, as do the manual whose fix is an apt-get install and the one nobody verified
+    assert approved == {FLASK, "working-in-django", "working-in-sympy"}
     assert refused[SERIALIZATION]["flags"] == []
     assert refused[SERIALIZATION]["reasons"] and all("sed -i" in r for r in refused[SERIALIZATION]["reasons"])
+    assert refused[MATPLOTLIB]["flags"] == ["low-evidence"]
+    assert any("pitfall 1: not an ordinary project command: apt-get install -y dvipng" in r
+               for r in refused[MATPLOTLIB]["reasons"])
+    assert refused[UNVERIFIED]["flags"] == [] and refused[UNVERIFIED]["reasons"] == [
+        "sources: learned only from sessions whose outcome is unknown, with no check that passed"]
 
     text = cli("review", "approve", "--all", "--by", "carol", "--library", lib).output
     assert "planted-hooks-path-setup: dangerous-command" in text
@@ -139,22 +150,27 @@ class _NoPublish:
 
 
 def test_the_page_counts_and_approves_only_ordinary_skills(library: Library) -> None:
-    app = create_app(library, token="tok", who="alice", publisher=_NoPublish())  # type: ignore[arg-type]
-    client = TestClient(app)
+    app = create_app(library, token="tok", who="alice", publisher=_NoPublish(), port=PORT)  # type: ignore[arg-type]
+    client = TestClient(app, base_url=f"http://127.0.0.1:{PORT}")
     assert client.get("/?token=tok").status_code == 200  # the token becomes a cookie
     ordinary = [s.skill.name for s in library if s.skill.status == "candidate" and find(library, s.skill.name).batchable]
     page = client.get("/").text
     assert 'id="approve-batch" class="approve"' in page and f"Approve {len(ordinary)} ordinary" in page
-    assert "✋ by name" in page  # the unflagged skill that edits with sed -i
+    assert "✋ by name" in page  # the unflagged skill that edits with sed -i, and the unverified manual
 
     detail = client.get(f"/skill/{SERIALIZATION}").text
     assert 'id="held"' in detail and "sed -i" in detail
+    detail = client.get(f"/skill/{UNVERIFIED}").text  # held for its sources: the page says so too
+    assert 'id="held"' in detail and "learned only from sessions whose outcome is unknown" in detail
     detail = client.get("/skill/planted-py-environ-notes").text
     assert 'id="flags"' in detail and "environment variables" in detail
 
     answer = client.post("/approve-batch", data={"token": "tok", "who": "alice"}, follow_redirects=False)
     assert answer.status_code == 303 and "Refused" in answer.headers["location"]
-    for name in _planted_names() | {SERIALIZATION}:
+    refused = len(_planted_names()) + 3  # the plantings, the sed -i skill, matplotlib's and the unverified manual
+    assert (f"Refused {refused} ({refused - 2} flagged, 1 with commands that are not ordinary project commands, "
+            "1 learned only from sessions nobody verified)") in client.get(answer.headers["location"]).text
+    for name in _planted_names() | {SERIALIZATION, MATPLOTLIB, UNVERIFIED}:
         assert library.get(name).skill.status == "candidate", name
     assert sorted(s.skill.name for s in library if s.skill.status == "approved") == sorted(ordinary)
     assert "Approve" not in client.get("/").text.split('id="count"')[1].split("</div>")[0]  # nothing ordinary left

@@ -7,11 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.distill import distill
+from pipeline.distill import consolidate, distill
 from pipeline.ingest import ingest_file
 from pipeline.library import markdown
 from pipeline.library.model import Item
 from pipeline.review.flags import risk_flags
+from tests.review_support import MANUALS
 from tests.test_skill_file import sample_skills
 
 
@@ -53,16 +54,23 @@ def test_every_public_skill_with_rm_rf_of_more_than_build_output_is_flagged_and_
 
 
 def test_skills_distilled_from_the_samples_carry_no_risk(tmp_path: Path) -> None:
+    """No dangerous command, agent instruction or secret in any manual of the samples; the one flag is
+    matplotlib's low-evidence (its one session failed), though its fix runs `apt-get install`."""
     skills = sample_skills()
-    assert len(skills) >= 4
+    assert [s.name for s in skills] == list(MANUALS)
     for skill in skills:
-        assert risk_flags(skill) == [], skill.name
+        expected = ["low-evidence"] if skill.name == "working-in-matplotlib" else []
+        assert [f.code for f in risk_flags(skill)] == expected, skill.name
 
 
 def test_one_failed_trajectory_is_low_evidence(corpus: Path) -> None:
+    """A failed run gives no skill of its own any more; the manual learned from it alone is low-evidence."""
     path = corpus / "mini_swe_agent/swebench_verified_gemini-3-pro/unresolved/django__django-11999.traj.json"
     (trajectory,) = ingest_file(path)[1]
-    (skill,) = distill(trajectory).skills
+    result = distill(trajectory)
+    assert result.skills == []
+    skill = consolidate(trajectory.repo, result.facts)
+    assert skill is not None and skill.name == "working-in-django"
     assert skill.outcome == "failed" and len(skill.sources) == 1
     assert [f.code for f in risk_flags(skill)] == ["low-evidence"]
 

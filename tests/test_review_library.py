@@ -124,14 +124,16 @@ def test_the_library_lock_is_reentrant_and_exclusive_across_threads(tmp_path: Pa
 def test_runs_never_touch_decided_skills(tmp_path: Path, status: str) -> None:
     build([django_inputs(tmp_path, *DJANGO[:2])], tmp_path / "lib")
     library = Library(tmp_path / "lib")
-    name = "django-sitemaps-without-items-raise-valueerror-callable"
+    name = "working-in-django"  # the manual of two sessions; the next run has a third
     library.save(library.get(name).skill.model_copy(update={"status": status}))
     file = library.get(name).file
     before = sha256_file(file)
     with StateDB() as state:
         state.con.execute("DELETE FROM distillations")  # force a full re-distillation
-    build([django_inputs(tmp_path, *DJANGO)], tmp_path / "lib")
+    summary = build([django_inputs(tmp_path, *DJANGO)], tmp_path / "lib")
+    assert name in summary.unchanged, "the run drafted it again, from three sessions, and left it alone"
     assert library.get(name).skill.status == status and sha256_file(file) == before
+    assert len(library.get(name).skill.sources) == 2
 
 
 def test_a_model_merge_into_an_approved_skill_whose_change_was_rejected_is_held(tmp_path: Path) -> None:

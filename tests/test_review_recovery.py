@@ -26,8 +26,8 @@ from pipeline.recall import serving
 from tests.conftest import ROOT
 from tests.review_support import build, django_inputs
 
-SITEMAPS = "django-sitemaps-without-items-raise-valueerror-callable"
-QUERY = "sitemaps without items raise ValueError on callable lastmod"
+MANUAL = "working-in-django"  # the manual of the django sitemaps session (the only skill it gives)
+QUERY = "run the django tests with runtests.py"
 #: ``skillmill review deprecate``, killed by SIGKILL where it would republish (after the move and the audit entry).
 KILLED_AT_REPUBLISH = """
 import os, signal, sys
@@ -69,26 +69,26 @@ def killed(tmp_path: Path) -> Path:
     """A library whose approved skill was deprecated by a command killed before it republished."""
     library = tmp_path / "skills"
     build([django_inputs(tmp_path, "django__django-16255")], library)
-    cli("review", "approve", SITEMAPS, "--by", "alice", "--library", str(library))
-    assert SITEMAPS in hook(tmp_path, "before-the-kill"), "approved: the hook serves it"
-    done = subprocess.run([sys.executable, "-c", KILLED_AT_REPUBLISH, "review", "deprecate", SITEMAPS,
+    cli("review", "approve", MANUAL, "--by", "alice", "--library", str(library))
+    assert MANUAL in hook(tmp_path, "before-the-kill"), "approved: the hook serves it"
+    done = subprocess.run([sys.executable, "-c", KILLED_AT_REPUBLISH, "review", "deprecate", MANUAL,
                            "--reason", "Django fixed it upstream", "--by", "alice", "--library", str(library)],
                           capture_output=True, text=True, env=env(), timeout=120, check=False)
     assert done.returncode == -signal.SIGKILL, done.stderr
-    assert Library(library).get(SITEMAPS).skill.status == "deprecated", "the move happened"
-    assert published_status(SITEMAPS) == {"approved"}, "and the index never heard of it"
+    assert Library(library).get(MANUAL).skill.status == "deprecated", "the move happened"
+    assert published_status(MANUAL) == {"approved"}, "and the index never heard of it"
     return library
 
 
 def test_the_hook_does_not_serve_a_skill_deprecated_by_a_killed_command(killed: Path, tmp_path: Path) -> None:
-    assert SITEMAPS not in hook(tmp_path, "after-the-kill")
+    assert MANUAL not in hook(tmp_path, "after-the-kill")
 
 
 def test_the_next_recall_republishes_and_the_skill_is_gone(killed: Path) -> None:
     result = CliRunner().invoke(main, ["recall", "--json", QUERY], catch_exceptions=False)
     assert result.exit_code == 0, result.stderr
     assert json.loads(result.stdout)["results"] == []
-    assert published_status(SITEMAPS) == {"deprecated"}, "republished from the library"
+    assert published_status(MANUAL) == {"deprecated"}, "republished from the library"
     assert "republished the recall index" in result.stderr
     again = CliRunner().invoke(main, ["recall", "--json", QUERY], catch_exceptions=False)
     assert again.stderr == "", "once repaired, nothing more to do"
@@ -96,7 +96,7 @@ def test_the_next_recall_republishes_and_the_skill_is_gone(killed: Path) -> None
 
 def test_the_next_review_command_republishes(killed: Path) -> None:
     cli("review", "list", "--library", str(killed))
-    assert published_status(SITEMAPS) == {"deprecated"}
+    assert published_status(MANUAL) == {"deprecated"}
 
 
 def test_mcp_get_skill_and_recall_skills_do_not_serve_it(killed: Path) -> None:
@@ -105,11 +105,11 @@ def test_mcp_get_skill_and_recall_skills_do_not_serve_it(killed: Path) -> None:
     from pipeline.agents.mcp_server import build_server
 
     server = build_server()
-    got = asyncio.run(server.call_tool("get_skill", {"name": SITEMAPS}))
+    got = asyncio.run(server.call_tool("get_skill", {"name": MANUAL}))
     assert "No approved skill" in got.content[0].text  # type: ignore[union-attr]
     brief = asyncio.run(server.call_tool("recall_skills", {"task": QUERY}))
-    assert SITEMAPS not in brief.content[0].text  # type: ignore[union-attr]
-    assert published_status(SITEMAPS) == {"deprecated"}
+    assert MANUAL not in brief.content[0].text  # type: ignore[union-attr]
+    assert published_status(MANUAL) == {"deprecated"}
 
 
 def test_a_decision_in_progress_is_left_to_publish_itself(tmp_path: Path) -> None:

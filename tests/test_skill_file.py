@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import defaultdict
 from pathlib import Path
 
 import pytest
@@ -9,7 +10,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from skills_ref.validator import validate
 
-from pipeline.distill import distill
+from pipeline import stages
+from pipeline.distill import RepoFact, consolidate, distill
+from pipeline.distill.lessons import generalize
 from pipeline.ingest import ingest_file
 from pipeline.library import Library, Skill, markdown
 from pipeline.library.model import Evidence, Item, Pitfall, SourceRef
@@ -17,11 +20,30 @@ from tests.conftest import SAMPLES
 
 
 def sample_skills() -> list[Skill]:
-    skills = []
-    for path in sorted(SAMPLES.rglob("*.json*")):
+    """The drafts a run over ``samples/`` writes, by name, in memory (no state database, not flagged).
+
+    The zero-LLM distiller gives facts per session; a run files them by repository (``owner/x`` and
+    a checkout folder ``x`` are one repository, labelled with the longer name, as
+    ``stages.consolidate_repos`` does) and writes one ``working-in-<repo>`` manual each, plus a
+    lesson only where one recurs across tasks. Today: the django, flask, matplotlib, sympy and
+    aider (monochromatic...) manuals.
+    """
+    skills: list[Skill] = []
+    facts: list[RepoFact] = []
+    for path in stages.discover([SAMPLES]):
         for trajectory in ingest_file(path)[1]:
-            skills.extend(distill(trajectory).skills)
-    return skills
+            result = distill(trajectory)
+            skills.extend(result.skills)
+            facts.extend(result.facts)
+    by_repo: dict[str, list[RepoFact]] = defaultdict(list)
+    labels: dict[str, str] = {}
+    for fact in facts:
+        name = fact.repo.rsplit("/", 1)[-1].lower()
+        by_repo[name].append(fact)
+        labels[name] = max(labels.get(name, fact.repo), fact.repo, key=lambda r: (r.count("/"), r))
+    skills += [s for name, group in by_repo.items() if (s := consolidate(labels[name], group)) is not None]
+    skills += generalize(f for f in facts if f.kind in ("pair", "fix"))
+    return sorted(skills, key=lambda s: s.name)
 
 
 def test_distilled_skills_round_trip_and_validate(tmp_path: Path) -> None:

@@ -1,15 +1,18 @@
 """Session text printed on a terminal: escape sequences are shown, never executed.
 
-A real Claude Code session (from ``samples/``, cut where it failed, so its skill carries a risk
-flag) with escape sequences planted where a crafted session would put them: the task and the
-working directory. ``ESC [ 6 A`` + ``ESC [ J`` would move the cursor up over the RISK FLAGS
-block ``review show`` just printed and erase it; U+202E would reverse what follows.
+A real mini-swe-agent session (from ``samples/``: matplotlib, a failed run, so the manual learned
+from it carries a risk flag) with escape sequences planted where a crafted session would put them:
+the task and the output of a command (its error becomes the manual's Environment symptom).
+``ESC [ 6 A`` + ``ESC [ J`` would move the cursor up over the RISK FLAGS block ``review show``
+just printed and erase it; U+202E would reverse what follows. (A crafted working directory no
+longer reaches a skill: a folder name with control characters names no repository.)
 """
 
 from __future__ import annotations
 
 import json
 import re
+import shutil
 from pathlib import Path
 
 import pytest
@@ -21,6 +24,9 @@ from tests.conftest import SAMPLES
 from tests.review_support import build
 
 SESSION = SAMPLES / "claude_code" / "5c0375b4-57a5-4f26-b12d-d022ee4e51b7.jsonl"
+FAILED_RUN = SAMPLES / "mini_swe_agent" / "matplotlib__matplotlib-21568.traj.json"
+TITLE = "[Bug]: Datetime axis with usetex is unclear"
+ERROR = "dvipng could not be found"
 ERASE = "\x1b[6A\x1b[J"  # cursor up six lines, erase to the end of the screen
 PLANTED = f"{ERASE}\x07\u202e\x08"
 #: What click itself writes with color on: SGR sequences (colors, bold). Anything else is planted.
@@ -31,18 +37,17 @@ UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 @pytest.fixture
 def crafted(tmp_path: Path) -> tuple[Path, str]:
     """A library holding the flagged candidate distilled from the crafted session; (library, name)."""
-    lines = SESSION.read_text(encoding="utf-8").splitlines(keepends=True)[:47]  # it fails there: a pitfall
-    records = [json.loads(line) for line in lines]
-    for record in records:
-        record["cwd"] = f"/path/to/De{ERASE}mo"
-    first = records[0]["message"]
-    first["content"] = first["content"].replace("</command-args>", f"{PLANTED}</command-args>")
+    run = json.loads(FAILED_RUN.read_text(encoding="utf-8"))
+    for message in run["messages"]:
+        message["content"] = (message["content"].replace(TITLE, TITLE.replace("usetex", f"usetex{PLANTED}"))
+                              .replace(ERROR, ERROR.replace("dvipng", f"dvipng{ERASE}")))
     folder = tmp_path / "in"
     folder.mkdir()
-    (folder / SESSION.name).write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    (folder / FAILED_RUN.name).write_text(json.dumps(run), encoding="utf-8")
+    shutil.copy(FAILED_RUN.with_name("matplotlib__matplotlib-21568.report.json"), folder)  # it failed
     summary = build([folder], tmp_path / "skills")
-    (name,) = [n for n in summary.written if n.startswith("pitfalls-")]
-    return tmp_path / "skills", name
+    assert summary.written == ["working-in-matplotlib"]
+    return tmp_path / "skills", "working-in-matplotlib"
 
 
 def shown(*args: str, code: int = 0) -> str:
@@ -61,21 +66,23 @@ def test_review_show_keeps_the_risk_flags_block_readable(crafted: tuple[Path, st
     output = shown("review", "show", name, "--library", str(library))
     assert_inert(output)
     assert "RISK FLAGS" in output and "low-evidence" in output
-    assert r"\x1b[6A\x1b[J\x07\u202e\x08" in output, "the planted sequence is shown, as text"
-    assert r"De\x1b[6A\x1b[Jmo" in output, "the repository from the crafted cwd"
+    assert r"usetex\x1b[6A\x1b[J\x07\u202e\x08" in output, "the planted sequence is shown, as text"
+    assert r"dvipng\x1b[6A\x1b[J could" in output, "the symptom from the crafted command output"
 
 
 def test_review_list_shows_planted_sequences_as_text(crafted: tuple[Path, str]) -> None:
     library, name = crafted
     output = shown("review", "list", "--library", str(library))
     assert_inert(output)
-    assert name in output and r"De\x1b[6A\x1b[Jmo" in output and "low-evidence" in output
+    # the list shows no session text now: the repository comes from the instance id, and a name with
+    # control characters (a crafted cwd) is never a repository's
+    assert name in output and "matplotlib/matplotlib" in output and "low-evidence" in output
 
 
 def test_recall_prints_skill_text_with_its_lines_but_without_control_characters(
         crafted: tuple[Path, str]) -> None:
     library, name = crafted
-    output = shown("recall", "--include-candidates", "orchestrator Task call failed with InputValidationError",
+    output = shown("recall", "--include-candidates", "usetex tests fail: dvipng could not be found",
                    "--budget", "4000")
     assert name in output, output
     assert_inert(output)
