@@ -81,6 +81,7 @@ _NOT_ENTROPY = frozenset({
     "tag", "salt", "iv", "request", "trace", "span", "parent", "leaf", "message", "msg", "tool", "call",
     "path", "file", "url", "uri", "href", "src", "image", "data", "content", "blob", "base64", "b64", "payload",
     "encoded", "snapshot", "cursor", "next", "page", "continuation", "lock", "resolved", "oid", "node",
+    "repo", "repository",  # a repository's name (a skill's `repo:`), such as monochromatic2025MAY24-pnpmTest
 })
 #: detect-secrets asks 4.5 bits/char of base64 strings, which only long strings reach
 #: (a random 32-character string: 4.56 on average, 4.23 for 1 in 100). Shorter strings get
