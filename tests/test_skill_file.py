@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import defaultdict
 from pathlib import Path
 
 import pytest
@@ -9,19 +10,27 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from skills_ref.validator import validate
 
-from pipeline.distill import distill
-from pipeline.ingest import ingest_file
+from pipeline.distill import RepoFact, consolidate, distill
+from pipeline.distill.lessons import generalize
+from pipeline.ingest import ingest_file, iter_files
 from pipeline.library import Library, Skill, markdown
 from pipeline.library.model import Evidence, Item, Pitfall, SourceRef
 from tests.conftest import SAMPLES
 
 
 def sample_skills() -> list[Skill]:
-    skills = []
-    for path in sorted(SAMPLES.rglob("*.json*")):
+    """What a run over ``samples/`` drafts, by name: each session's facts consolidated into one
+    ``working-in-<repo>`` manual per repository (pooled by the name's last part, as a run pools
+    them), and any lesson that recurs across tasks. No session gives a skill of its own."""
+    facts: dict[str, list[RepoFact]] = defaultdict(list)
+    for path in iter_files([SAMPLES]):
         for trajectory in ingest_file(path)[1]:
-            skills.extend(distill(trajectory).skills)
-    return skills
+            for fact in distill(trajectory).facts:
+                facts[fact.repo.rsplit("/", 1)[-1].lower()].append(fact)
+    drafts = [consolidate(max({f.repo for f in found}, key=lambda r: (r.count("/"), r)), found)
+              for _, found in sorted(facts.items())]
+    drafts += generalize(f for found in facts.values() for f in found if f.kind in ("pair", "fix"))
+    return sorted((s for s in drafts if s is not None), key=lambda s: s.name)
 
 
 def test_distilled_skills_round_trip_and_validate(tmp_path: Path) -> None:
