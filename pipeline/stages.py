@@ -6,6 +6,7 @@ directly. Only the caller's thread touches the state database (one DuckDB writer
 
 from __future__ import annotations
 
+import hashlib
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -224,11 +225,12 @@ def _save_draft(library: Library, draft: Skill, lineage: dict[str, set[str]] | N
         old = existing.skill
         known = set(old.trajectory_ids())
         # A consolidated skill (a manual, a lesson seen in several sessions) gains and loses sources
-        # from run to run: any source in common makes it the same skill.
-        same_origin = draft.kind == "repo" or any(
+        # from run to run: any source in common makes it the same skill, and a manual is its repository's.
+        same_origin = (draft.kind == "repo" and _same_repo(old, draft)) or any(
             t in known or known & (lineage or {}).get(t, set()) for t in draft.trajectory_ids())
         if not same_origin:
-            suffix = draft.trajectory_ids()[0][:6] if draft.sources else "2"
+            suffix = (_repo_key(draft.repo) if draft.kind == "repo"  # stable, whatever sessions come later
+                      else draft.trajectory_ids()[0][:6] if draft.sources else "2")
             name = clamp_name(f"{draft.name[:57].rstrip('-')}-{suffix}")
             return _save_draft(library, draft.model_copy(update={"name": name}), lineage)
         if old.status != "candidate":
@@ -238,6 +240,20 @@ def _save_draft(library: Library, draft: Skill, lineage: dict[str, set[str]] | N
         else:
             draft = draft.model_copy(update={"version": old.version})
     return draft.name, library.save(draft)
+
+
+def _same_repo(old: Skill, draft: Skill) -> bool:
+    """Whether an existing skill of a manual's name is that repository's manual (pooled by the name's last
+    part, as ``consolidate_repos`` pools them): two repositories whose names clamp to one skill name
+    (``platform-infra-terraform-aws`` / ``-gcp``) must not overwrite each other's manual."""
+    def key(repo: str | None) -> str:
+        return (repo or "").rsplit("/", 1)[-1].lower()
+
+    return old.kind != "repo" or not old.repo or key(old.repo) == key(draft.repo)
+
+
+def _repo_key(repo: str | None) -> str:
+    return hashlib.sha256((repo or "").rsplit("/", 1)[-1].lower().encode()).hexdigest()[:6]
 
 
 def write(state: StateDB, library: Library, results: list[Distilled], summary: RunSummary,

@@ -17,6 +17,7 @@ from click.testing import CliRunner
 from pipeline.agents import export as export_module
 from pipeline.cli import main
 from pipeline.library import Library
+from pipeline.recall.text import lean
 from tests.conftest import ROOT
 
 RUFF = "github-awesome-copilot/ruff-recursive-fix"
@@ -235,7 +236,9 @@ def test_export_writes_approved_skills_and_never_touches_a_persons_own(tmp_path:
     report = json.loads(cli(*args)[1])
     assert report["created"] == [approved[0].name] and report["skipped"][0]["name"] == approved[1].name
     exported = project / ".claude" / "skills" / approved[0].name
-    assert (exported / "SKILL.md").read_text() == (library.get(approved[0].name).file).read_text()
+    served = (exported / "SKILL.md").read_text()
+    assert served == lean((library.get(approved[0].name).file).read_text())  # agents get the lean text
+    assert "<!-- from" not in served and "## Sources" not in served and "generator:" not in served
     assert (exported / export_module.MARKER).is_file() and (own / "SKILL.md").read_text().startswith("---\nname: mine")
     assert json.loads(cli(*args)[1])["unchanged"] == [approved[0].name]
     library.save(approved[0].model_copy(update={"status": "deprecated"}))  # no longer approved: removed

@@ -1,7 +1,7 @@
 """kill -9 a real `skillmill run` at every stage, rerun, and find the same result as a run never killed.
 
-The input is the whole shared corpus (137 files, ~800 trajectories, ~80 skills): each stage
-takes long enough for a kill to land inside it. Each killed run is followed by another
+The input is the whole shared corpus (137 files, ~1,100 trajectories, a manual for each of 8
+repositories): each stage takes long enough for a kill to land inside it. Each killed run is followed by another
 `skillmill run` (which must not find a stale lock); the last one runs to the end. The library
 and the state database must then equal those of one uninterrupted run, with no temporary file,
 no half-written or duplicate skill, the indexes matching the library, and no process left.
@@ -25,10 +25,10 @@ from tests.run_support import Run, half_written, library_files, temporary_names,
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("prefect_server")]
 
 #: Where to kill, as the run's log shows it. The first kill also tests Prefect's temporary server.
-def half_way(stage: str) -> Callable[[str], bool]:
+def half_way(stage: str, share: float = 0.5) -> Callable[[str], bool]:
     def test(line: str) -> bool:
         found = re.search(rf"{stage}: (\d+)/(\d+)$", line)
-        return found is not None and 2 * int(found[1]) >= int(found[2])
+        return found is not None and int(found[1]) >= share * int(found[2])
 
     return test
 
@@ -37,7 +37,8 @@ KILLS: list[str | Callable[[str], bool]] = [
     r"discover: started",  # the flow just began (its temporary Prefect server is up)
     r"parse: \d+/",        # reading files
     r"store: started",     # trajectories and steps being bulk-inserted (NDJSON staging files)
-    half_way("write"),     # skill files being written, their distillations not committed yet
+    half_way("write"),     # distillations and repo facts recorded in the open transaction, not committed
+    half_way("write", 0.9),  # the last of them, then the manuals rebuilt from the facts (files), not committed
     r"index: started",     # the recall index being built in a temporary file
     r"index: done",        # after the index, before the watermarks and the run record
 ]
@@ -74,7 +75,7 @@ def test_kill_9_at_every_stage_then_rerun_gives_the_uninterrupted_result(
     reference_home, reference_library = tmp_path / "reference-home", tmp_path / "reference-skills"
     reference = Run([str(corpus), "--library", str(reference_library)], {**env, "SKILLMILL_HOME": str(reference_home)},
                     tmp_path / "reference.out").until(None)
-    assert reference.code in (0, 1) and reference.summary["skills"]["proposed"] > 20, reference.stderr[-5:]
+    assert reference.code in (0, 1) and reference.summary["skills"]["proposed"] >= 5, reference.stderr[-5:]
 
     for i, marker in enumerate(KILLS):
         run_env = dict(env)

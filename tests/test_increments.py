@@ -15,12 +15,12 @@ from pipeline.cli import main
 from pipeline.index.state import StateDB
 from pipeline.ingest import ingest_file
 from pipeline.library import Library
-from tests.conftest import SAMPLES
 
 pytestmark = pytest.mark.usefixtures("prefect_server")
 
 ORCHESTRATOR = "claude_code/claude-code-viewer/fe5e1c67-53e7-4862-81ae-d0e013e3270b.jsonl"
 SMALL = "claude_code/codemie-code/-tmp-private/4c2ddfdc-b619-4525-8d03-1950fb1b0257.jsonl"
+MANUAL = "working-in-todo-board"
 
 
 def run(*args: str) -> tuple[int, str, dict]:
@@ -28,10 +28,20 @@ def run(*args: str) -> tuple[int, str, dict]:
     return result.exit_code, result.output, json.loads(result.output.strip().splitlines()[-1])
 
 
+def in_a_named_checkout(session: Path) -> list[bytes]:
+    """The session's lines as if run in ``/home/dev/todo-board``.
+
+    The corpus anonymised the project folder to ``/path/to/Demo``, a placeholder that names no
+    repository, so the session would give no manual at all; a real checkout has a name.
+    """
+    return [line.replace(b"/path/to/Demo", b"/home/dev/todo-board")
+            for line in session.read_bytes().splitlines(keepends=True)]
+
+
 def test_a_grown_session_is_read_from_where_it_stopped_and_supersedes_its_old_version(
         corpus: Path, tmp_path: Path) -> None:
     # The orchestrator session: a main session and its inline subagent runs (each a trajectory).
-    lines = (corpus / ORCHESTRATOR).read_bytes().splitlines(keepends=True)
+    lines = in_a_named_checkout(corpus / ORCHESTRATOR)
     folder, library = tmp_path / "projects", tmp_path / "skills"
     folder.mkdir()
     live = folder / "session.jsonl"
@@ -40,7 +50,7 @@ def test_a_grown_session_is_read_from_where_it_stopped_and_supersedes_its_old_ve
     code, output, first = run(str(folder), "--library", str(library))
     assert code == 0, output
     assert first["increments"]["new"] == 1 and first["trajectories"]["new"] == len(before)
-    assert first["written"], "the first half already gives skills"
+    assert first["written"] == [MANUAL], "the first half already gives its repository's manual"
 
     code, _, again = run(str(folder), "--library", str(library))
     assert again["files"]["unchanged"] == 1 and again["files"]["seen"] == 0 and again["trajectories"]["seen"] == 0
@@ -123,34 +133,49 @@ def test_run_with_no_paths_discovers_defers_active_sessions_and_skips_ignored_on
     assert paths == {str(projects / "-work-app/done.jsonl"), str(projects / "-work-app/active.jsonl")}
 
 
-def test_a_candidate_of_the_failed_first_half_leaves_the_queue_when_the_session_grows(tmp_path: Path) -> None:
-    """Cut at line 47 the session has failed (a `Task` call errors, then it stops): `pitfalls-...`. Whole, the
-    same session goes on to edit and check: a procedure with another name. The stale pitfall must not wait
-    for review beside it."""
+def test_a_manual_drafted_from_a_cut_short_session_is_rebuilt_from_the_whole_one(
+        corpus: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A session no longer gives a candidate of its own (issue 13), so there is no stale ``pitfalls-`` draft
+    of a failed first half to withdraw. What a grown session leaves behind now is its old version's facts
+    in its repository's manual. Cut at line 290, the orchestrator's subagent ``sidechain-0d692b0f`` has run
+    ``npx tsc --noEmit --skipLibCheck`` once, and the manual cites that version. Whole, the subagent goes
+    on: the manual is rebuilt in place from the new version, the old one's facts no longer count (they
+    would add a second session to a line), and it reads as a run over the whole session alone writes it."""
     from pipeline.cli import main as cli
 
-    session = SAMPLES / "claude_code" / "5c0375b4-57a5-4f26-b12d-d022ee4e51b7.jsonl"
-    lines = session.read_bytes().splitlines(keepends=True)
+    lines = in_a_named_checkout(corpus / ORCHESTRATOR)
     folder, library = tmp_path / "projects", tmp_path / "skills"
     folder.mkdir()
-    live = folder / session.name
-    live.write_bytes(b"".join(lines[:47]))
+    live = folder / "session.jsonl"
+    live.write_bytes(b"".join(lines[:290]))
+    cut = {t.session_id: t.id for t in ingest_file(live)[1]}
     code, output, first = run(str(folder), "--library", str(library))
     assert code == 0, output
-    [stale] = [n for n in first["written"] if n.startswith("pitfalls-")]
-    assert Library(library).get(stale).skill.outcome == "failed"
+    assert first["written"] == [MANUAL]
+    subagent = next(s for s in cut if s.startswith("sidechain-0d692b0f"))
+    assert cut[subagent] in Library(library).get(MANUAL).skill.trajectory_ids(), "drafted from the cut version"
 
     live.write_bytes(b"".join(lines))
+    whole = {t.session_id: t.id for t in ingest_file(live)[1]}
+    assert whole[subagent] != cut[subagent]
     code, output, grown = run(str(folder), "--library", str(library))
     assert code == 0, output
-    assert grown["increments"]["superseded"] >= 1 and grown["written"]
+    assert grown["increments"]["superseded"] >= 1 and grown["written"] == [MANUAL]
+    assert grown["withdrawn"] == [], "the manual is the repository's, not the old version's: rebuilt, not withdrawn"
     queue = json.loads(CliRunner().invoke(cli, ["review", "list", "--json", "--library", str(library)]).output)
-    assert stale not in {i["name"] for i in queue}, "the failed half's candidate is still queued"
-    assert [w["name"] for w in grown["withdrawn"]] == [stale]
-    assert "its session grew" in grown["withdrawn"][0]["reason"] and "withdrawn" in output
-    current = {t.id for t in ingest_file(live)[1]}
-    for entry in Library(library).in_status("candidate"):
-        assert set(entry.skill.trajectory_ids()) <= current, f"{entry.skill.name} cites a superseded version"
-    [entry] = [e for e in Library(library).audit.entries(stale) if e.action == "withdraw"]
-    assert entry.who == "skillmill run" and entry.after is None
-    assert Library(library).history.versions(stale) == [1], "its text is kept for `review restore`"
+    assert [(i["name"], i["version"]) for i in queue] == [(MANUAL, 2)], "one candidate, updated in place"
+    skill = Library(library).get(MANUAL).skill
+    cited = set(skill.trajectory_ids()) | {e.trajectory for i in [*skill.procedure, *skill.pitfalls]
+                                           for e in i.evidence}
+    assert whole[subagent] in cited and cut[subagent] not in cited
+    assert cited <= set(whole.values()), "nothing of a superseded version is cited"
+    assert Library(library).history.versions(MANUAL) == [1, 2], "the cut version's text is kept for `review restore`"
+
+    # The superseded version's facts no longer count: the manual is the one the whole session alone gives.
+    monkeypatch.setenv("SKILLMILL_HOME", str(tmp_path / "fresh-home"))
+    fresh_folder, fresh_library = tmp_path / "fresh", tmp_path / "fresh-skills"
+    fresh_folder.mkdir()
+    (fresh_folder / "session.jsonl").write_bytes(b"".join(lines))
+    code, output, fresh = run(str(fresh_folder), "--library", str(fresh_library))
+    assert code == 0 and fresh["written"] == [MANUAL], output
+    assert Library(fresh_library).get(MANUAL).skill == skill.model_copy(update={"version": 1})

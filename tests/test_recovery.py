@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from pipeline import settings
+from pipeline.distill import consolidate
 from pipeline.execution import recovery
 from pipeline.index.state import StateDB
 from pipeline.ingest import ingest_file
@@ -45,8 +46,9 @@ def test_the_temporary_names_of_every_writer_are_recognised_and_only_they_are_re
         tmp_path: Path, isolated_home: Path, temp_names: list[Path]) -> None:
     library = Library(tmp_path / "skills")
     _, trajectories = ingest_file(SITEMAPS)
-    drafts = [s for t in trajectories for s in distill_one(t).skills]
-    assert drafts
+    # A session gives facts, not skills: the drafts a run writes are its repository's manual.
+    drafts = [d for t in trajectories if t.repo and (d := consolidate(t.repo, distill_one(t).facts)) is not None]
+    assert [d.name for d in drafts] == ["working-in-django"]
     with StateDB() as state:
         state.save_trajectories(trajectories)                        # bulk_insert: NDJSON staging files
         for draft in drafts:

@@ -94,7 +94,8 @@ def test_two_runs_at_once_the_second_exits_75_and_a_waiting_one_runs_after(
     done = first.until(None)
     after = waiting.until(None)
     assert done.code == after.code and done.code in (0, 1)
-    assert done.summary["trajectories"]["new"] > 700 and done.summary["skills"]["proposed"] > 20
+    # ~1,100 trajectories of the shared corpus consolidate into a manual per repository (8 of them)
+    assert done.summary["trajectories"]["new"] > 700 and done.summary["skills"]["proposed"] >= 5
     # the waiting run started its work after the first had stored everything: nothing was new to it
     assert after.summary["trajectories"]["new"] == 0 and after.summary["skills"]["proposed"] == 0
     assert half_written(library) == []

@@ -91,20 +91,38 @@ def test_a_command_holding_fences_keeps_its_lines_inside_its_block() -> None:
 
 
 def test_hostile_sessions_leave_readable_bounded_skills_and_later_runs_pass(tmp_path: Path) -> None:
-    """A ~900-character cwd basename, DEL and C1 characters in the cwd, ESC in the task, two sessions
-    with the same long task title: every skill written reads back, and a second run passes."""
+    """Two ~900-character cwd basenames alike but for the last character, DEL and C1 characters in a cwd,
+    ESC and OSC in the task, and an error and an edit the attacker chose, fixed the same way in two tasks in
+    each of two files: every skill written reads back bounded and clean, none takes another's place, and a
+    second run passes.
+
+    Sessions give manuals now, named for their repository, and lessons, named for their error: the long
+    folder names end up in manual names, and the error's words in two lessons of one name, the name cut at
+    57 ending in "-" before the second gets its suffix.
+    """
     folder = tmp_path / "in"
-    title = "Improve serialization helpers configurations loader ab xyz"  # the name cut at 57 ends in "-"
-    Session(cwd="/home/dev/" + "x" * 900).write(folder)
-    Session(cwd="/home/dev/sh\x7fop\x85x\x9b", task="Fix the failing tests\x1b[2J\x1b]0;owned\x07").write(folder)
-    Session(task=title).write(folder)
-    Session(task=title).write(folder)
-    for _run in range(2):  # the second run is where the old code failed every time
-        summary = build([folder], tmp_path / "lib")
-        assert summary.errors == [], summary.errors
-    files = sorted((tmp_path / "lib").rglob("SKILL.md"))
-    assert len(files) >= 4
-    for file in files:
+    tasks = ("Fix the failing tests\x1b[2J\x1b]0;owned\x07", "Add a retry to the shop client")
+    long_a, long_b = "/home/dev/" + "x" * 900 + "a", "/home/dev/" + "x" * 900 + "b"
+    for cwd in (long_a, long_b, "/home/dev/shop", "/home/dev/sh\x7fop\x85x\x9b"):
+        for task in tasks:  # two sessions each: one session's `pip install` is a task's, two make it the repo's
+            Session(cwd=cwd, task=task).write(folder)
+    error = "ModuleNotFoundError: No module named 'serializationhelps' loader xyz \x1b[2J\x7f\x85"
+    for path in ("shop/client.py", "shop/server.py"):
+        for task in tasks:
+            Session(task=task, fix_command="ls shop", error=error, edit_path=path, edit_old="import requets as r",
+                    edit_new="import requests as r  # \x1b[2J\x9b" + "y" * 100).write(folder)
+    first, second = (build([folder], tmp_path / "lib") for _run in range(2))  # the second: where old code failed
+    assert first.errors == [] and second.errors == [], (first.errors, second.errors)
+    # The cwd with control characters names no repository: its two sessions give nothing to name.
+    assert len([n for n in first.nothing_reusable if "no repository known" in n.reason]) == 2
+    skills = [read_skill(file) for file in sorted((tmp_path / "lib").rglob("SKILL.md"))]
+    manuals = [s for s in skills if s.kind == "repo"]
+    lessons = [s for s in skills if s.kind == "pitfall"]
+    assert len(manuals) == 3 and len({s.repo for s in manuals}) == 3, "one manual per repository, none replaced"
+    assert all(s.name.startswith("working-in-") and s.name != "working-in" for s in manuals)
+    assert len(lessons) == 2 and len({tuple(s.trajectory_ids()) for s in lessons}) == 2
+    assert len(skills) == 5
+    for file in sorted((tmp_path / "lib").rglob("SKILL.md")):
         skill = read_skill(file)
         text = file.read_text(encoding="utf-8")
         assert "--" not in skill.name and len(skill.name) <= 64
@@ -113,21 +131,27 @@ def test_hostile_sessions_leave_readable_bounded_skills_and_later_runs_pass(tmp_
 
 
 def test_a_skill_file_that_cannot_be_read_is_reported_and_the_run_goes_on(tmp_path: Path) -> None:
+    """A manual's file broken by hand: the run that would rebuild it says so, leaves it alone, and writes the
+    other repository's manual; once the file is gone, a new session of that repository writes it again."""
     folder, library = tmp_path / "in", tmp_path / "lib"
-    Session().write(folder)
-    assert build([folder], library).written
-    broken = sorted(library.rglob("SKILL.md"))
+    for cwd in ("/home/dev/shop", "/home/dev/cart"):
+        Session(cwd=cwd).write(folder)
+        Session(cwd=cwd, task="Add a retry to the client").write(folder)
+    assert build([folder], library).written == ["working-in-cart", "working-in-shop"]
+    broken = sorted(library.rglob("working-in-shop/SKILL.md"))
+    assert len(broken) == 1
     for file in broken:
         file.write_text("---\nname: [broken\n---\n", encoding="utf-8")
-    Session(task="Add a retry to the shop client").write(folder)
+    Session(task="Log the shop client's requests").write(folder)
+    Session(cwd="/home/dev/cart", task="Log the cart's requests").write(folder)
     summary = build([folder], library)
     assert summary.exit_code == 0
-    assert summary.written == ["shop-add-retry-shop-client"]
+    assert summary.written == ["working-in-cart"], "the run goes on past the broken file"
     assert {e.path for e in summary.errors} == {str(f) for f in broken}
     manual = next(e for e in summary.errors if "working-in-shop" in (e.path or ""))
     assert "fix or remove it" in manual.reason, manual
     for file in broken:  # left as they were: a person's broken edit is theirs to fix
         assert file.read_text(encoding="utf-8") == "---\nname: [broken\n---\n"
         file.unlink()
-    Session(task="Log the shop client's requests").write(folder)
-    assert set(build([folder], library).written) == {"shop-log-shop-client-requests", "working-in-shop"}
+    Session(task="Retry the shop client's uploads").write(folder)
+    assert build([folder], library).written == ["working-in-shop"]

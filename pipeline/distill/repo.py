@@ -27,7 +27,7 @@ from pipeline.distill.corrections import first_line
 from pipeline.distill.facts import RepoFact, error_key
 from pipeline.distill.naming import bounded, clamp_name, repo_label, repo_slug
 from pipeline.ingest.verification import is_test_path
-from pipeline.library.model import Evidence, Item, Pitfall, Skill, SourceRef
+from pipeline.library.model import MAX_NAME, Evidence, Item, Pitfall, Skill, SourceRef
 
 #: Served tokens a manual aims to stay under (rendered without provenance and sources).
 TOKEN_BUDGET = 800
@@ -56,7 +56,11 @@ _REDIRECT = re.compile(r"^\W*(no\b|don'?t|do not|never|stop)\b", re.I)
 
 
 def repo_skill_name(repo: str) -> str:
-    return clamp_name(f"working-in-{repo_slug(repo) or 'repo'}")
+    slug = repo_slug(repo) or "repo"
+    name = clamp_name(f"working-in-{slug}")
+    if name == "working-in":  # a first word too long to fit was cut away whole: keep what fits of it
+        name = clamp_name(f"working-in-{slug[:MAX_NAME - len('working-in-')]}")
+    return name
 
 
 @dataclass
