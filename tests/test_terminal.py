@@ -82,7 +82,7 @@ def test_review_list_shows_planted_sequences_as_text(crafted: tuple[Path, str]) 
 def test_recall_prints_skill_text_with_its_lines_but_without_control_characters(
         crafted: tuple[Path, str]) -> None:
     library, name = crafted
-    output = shown("recall", "--include-candidates", "usetex tests fail: dvipng could not be found",
+    output = shown("recall", "--include-candidates", "dvipng could not be found",
                    "--budget", "4000")
     assert name in output, output
     assert_inert(output)

@@ -403,18 +403,29 @@ def _description(label: str, sections: dict[str, list[_Entry]], procedure: list)
     what = []
     tests = [i for i in procedure if isinstance(i, Item) and i.text.startswith(_LABEL["test"])]
     if tests:
-        what.append(f"how its tests run (`{tests[0].text.split('`')[1]}`)")
+        instead = re.search(r"Not `([^`]+)`", tests[0].text)
+        runner = f", not `{instead.group(1).split()[0].rsplit('/', 1)[-1]}`" if instead else ""
+        what.append(f"how its tests run (`{tests[0].text.split('`')[1]}`{runner})")
     elif procedure:
         what.append("the commands that work there")
     if sections["replaced"]:
         what.append("what does not work here and what to run instead")
     if sections["environment"]:
-        what.append("environment errors and what fixed them")
+        symptom = _short(sections["environment"][0].facts[-1].symptom, 200)
+        message = symptom.split(": ", 1)[-1] if ": " in symptom else symptom
+        message = message if len(message) <= 70 else message[:70].rsplit(" ", 1)[0] + " ..."
+        what.append(f"environment errors and what fixed them ({message})")
     if sections["preexisting"]:
-        what.append("failures that are not yours")
+        files = [e.facts[0].template.split("::", 1)[0] for e in sections["preexisting"]]
+        tests = sum(len({f.template for f in e.facts}) for e in sections["preexisting"])
+        what.append(f"failures that are not yours ({tests} test{'s' if tests != 1 else ''} in "
+                    f"{', '.join(f.rsplit('/', 1)[-1] for f in files[:3])})")
     if sections["corrections"]:
         what.append("what the user told agents to do differently")
-    if sections["locations"] or sections["instructions"]:
+    if sections["instructions"]:
+        names = sorted({e.facts[0].template.rsplit("/", 1)[-1] for e in sections["instructions"]})
+        what.append(f"the instruction files to read first ({', '.join(names)})")
+    if sections["locations"]:
         what.append("where things are")
     listed = ", ".join(what[:-1]) + (f" and {what[-1]}" if len(what) > 1 else (what[0] if what else ""))
     return bounded(f"Use when working in the {label} repository (building, testing, fixing or changing code "

@@ -30,11 +30,12 @@ def evidence_refusals(skill: Skill) -> list[str]:
     """A generated skill whose sessions all ended unverified, and that shows no check that passed.
 
     Nobody and nothing said such a session worked: a person reads it before an agent does.
-    A manual's commands and a skill's verification items are checks that passed.
+    A manual's commands and environment fixes, and a skill's verification items, are checks that passed.
     """
     if not skill.generated or not skill.sources or any(s.outcome == "resolved" for s in skill.sources):
         return []
-    checked = bool(skill.verification) or (skill.kind == "repo" and bool(skill.procedure))
+    # A manual's commands ran clean, and each environment fix is a command that passed after the change.
+    checked = bool(skill.verification) or (skill.kind == "repo" and bool(skill.procedure or skill.pitfalls))
     if checked:
         return []
     outcomes = ", ".join(sorted({s.outcome for s in skill.sources}))

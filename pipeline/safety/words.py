@@ -242,6 +242,8 @@ def looks_like_command(span: str) -> bool:
     if not first.argv:
         return False  # `FOO=1` alone, or `<div className="x">`
     word = first.argv[0]
+    if word.endswith(":"):
+        return False  # an error message a program printed (`/usr/bin/python3: No module named pytest`)
     if word.startswith("./") or word.startswith(("/bin/", "/usr/bin/", "/usr/local/bin/", "~/")):
         return True
     if first.wrappers or first.assignments:
