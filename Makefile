@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 DEMO_HOME := $(CURDIR)/.skillmill/demo
-QUERY ?= django test fails after changing a model field
+QUERY ?= sympy tests fail with pytest: command not found
 
 .PHONY: run test lint schemas clean
 
@@ -20,8 +20,8 @@ run: $(BIN)/skillmill
 	@echo
 	SKILLMILL_HOME=$(DEMO_HOME) $(BIN)/skillmill recall --include-candidates --limit 3 "$(QUERY)"
 	@echo
-	@echo "--- skills/_candidates/working-in-django/SKILL.md ---"
-	@cat skills/_candidates/working-in-django/SKILL.md
+	@echo "--- skills/_candidates/working-in-sympy/SKILL.md ---"
+	@cat skills/_candidates/working-in-sympy/SKILL.md
 
 ## test: the whole suite; fails when a test fails or when no test ran
 test: $(BIN)/skillmill
