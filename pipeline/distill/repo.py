@@ -334,7 +334,8 @@ def _locations(facts: list[RepoFact]) -> list[_Entry]:
             files = []
             for path in paths[:3]:
                 names = [n for f in by_file[path] for n in (f.text or "").split(", ") if n]
-                common = [n for n, _ in _most_common(names)[:3]]
+                # the functions most often touched say what a file is for; a test file's test names do not
+                common = [] if is_test_path(path) else [n for n, _ in _most_common(names)[:2] if n != "__init__"]
                 what = f" (`{'`, `'.join(common)}`)" if common else ""
                 files.append(f"`{path.rsplit('/', 1)[-1]}`{what}")
             kind = "tests" if all(is_test_path(p) for p in paths) else "code"
