@@ -32,6 +32,7 @@ from pipeline.library.model import MAX_NAME, Evidence, Item, Pitfall, Skill, Sou
 #: Served tokens a manual aims to stay under (rendered without provenance and sources).
 TOKEN_BUDGET = 800
 MAX_EVIDENCE = 3
+MAX_SOURCES = 24
 #: A plain ``pytest <tests>`` is worth a line once several sessions show it is how the repository tests.
 MIN_DEFAULT_SESSIONS = 3
 _LABEL = {"test": "Tests", "lint": "Lint / type-check", "build": "Build", "install": "Set up"}
@@ -273,7 +274,7 @@ def _preexisting_line(path: str, group: list[RepoFact]) -> str:
     tests = list(dict.fromkeys(f.template.split("::", 1)[-1] for f in group))
     named = ", ".join(f"`{t}`" for t in tests[:3]) + (f" and {len(tests) - 3} more" if len(tests) > 3 else "")
     why = group[-1].text or "failed before the change and after it"
-    return f"- `{path}`: {named} fail{'s' if len(tests) == 1 else ''} whatever you change ({why}, " \
+    return f"- `{path}`: {named} already fail{'s' if len(tests) == 1 else ''} in this environment ({why}, " \
            f"{_support(group)[1:]}.{_comment(group)}"
 
 
@@ -365,6 +366,9 @@ def _short(text: str | None, limit: int) -> str:
 # -- the skill ---------------------------------------------------------------------------
 _NOTES = (("preexisting", "## Failures that are not yours"), ("corrections", "## The user's corrections"),
           ("instructions", "## Instruction files"), ("locations", "## Where things are"))
+#: One line under a heading, said once instead of on every item.
+_INTRO = {"preexisting": "Tests that failed with and without the sessions' changes: run them before your change "
+                         "to compare, and do not chase them."}
 
 
 def _skill(repo: str, sections: dict[str, list[_Entry]]) -> Skill:
@@ -374,13 +378,15 @@ def _skill(repo: str, sections: dict[str, list[_Entry]]) -> Skill:
     for key, heading in _NOTES:
         lines = [e.build() for e in sections[key] if e.build]
         if lines:
-            notes += [heading, *[str(line) for line in lines], ""]
+            notes += [heading, *([_INTRO[key]] if key in _INTRO else []), *[str(line) for line in lines], ""]
     used = [f for entries in sections.values() for e in entries for f in e.facts]
     cited = {e.trajectory for i in [*procedure, *pitfalls] if isinstance(i, Item | Pitfall) for e in i.evidence}
     cited |= set(re.findall(r"(?<=[ ])([0-9a-f]{16})(?=:)", "\n".join(notes)))
-    sources: dict[str, SourceRef] = {}  # what the items cite, so a reviewer can open every one of them
-    for fact in sorted(used, key=lambda f: (f.when or "", f.trajectory), reverse=True):
-        if fact.trajectory in cited:
+    # What the items cite, then the other sessions their counts rest on (newest first, up to
+    # MAX_SOURCES), so a reviewer can open what a count says.
+    sources: dict[str, SourceRef] = {}
+    for fact in sorted(used, key=lambda f: (f.trajectory not in cited, _negate(f.when or ""), f.trajectory)):
+        if fact.trajectory in cited or len(sources) < MAX_SOURCES:
             sources.setdefault(fact.trajectory, SourceRef(trajectory=fact.trajectory, agent=fact.agent,
                                                           outcome=fact.outcome, task=fact.task))
     label = repo_label(repo)
