@@ -277,3 +277,27 @@ def test_the_shell_split_respects_quotes_escapes_and_substitutions() -> None:
                                                                             "echo done"]
     assert split_shell("cat > f.py <<'EOF'\nx = 1; y = 2\nEOF") == ["cat > f.py <<'EOF'"], "a heredoc body is not a command"
     assert split_shell('python -c "import a\nprint(a)" && pytest') == ['python -c "import a\nprint(a)"', "pytest"]
+
+
+def test_failures_that_are_not_yours_come_from_a_resolved_run_that_compared_with_its_change_reverted() -> None:
+    """flask-5014: the agent ran the whole suite, reverted its change, ran it again: the same eight failures."""
+    skill = consolidate("pallets/flask", facts_of(SAMPLES / "mini_swe_agent/pallets__flask-5014.traj.json"))
+    assert skill is not None and skill.procedure == [] and skill.pitfalls == []
+    notes = skill.notes
+    assert notes.startswith("## Failures that are not yours")
+    assert "`tests/test_testing.py`: `test_session_transaction_needs_cookies`" in notes
+    assert "already fail in this environment" in notes and "8 tests in" in skill.description
+
+
+def test_instruction_files_are_cited_and_where_things_are_is_by_folder() -> None:
+    """The aider history of a TypeScript monorepo: every request read CONVENTIONS.md; edits went to one folder."""
+    history = SAMPLES / "aider/Aquaticat-Monochromatic/.aider.chat.history.md"
+    facts = [f for f in facts_of(history) if f.repo == "monochromatic2025MAY24-pnpmTest"]
+    skill = consolidate("monochromatic2025MAY24-pnpmTest", facts)
+    assert skill is not None
+    notes = skill.notes
+    assert "## Instruction files\n- `CONVENTIONS.md` holds the repository's instructions for agents" in notes
+    assert "CONVENTIONS.md" in skill.description and "Use when working in the" in skill.description
+    where = notes.split("## Where things are\n", 1)[1]
+    assert where.startswith("- `packages/module/es/src/` (code): ") and "sessions" in where
+    assert "## Instruction files" in markdown.render(skill) and "CONVENTIONS.md" in markdown.served(skill)
