@@ -24,7 +24,7 @@ from prefect.context import get_run_context
 
 from pipeline import config, progress, settings, stages
 from pipeline.distill import Distilled
-from pipeline.execution import recovery, runners
+from pipeline.execution import recovery, runners, server
 from pipeline.execution.lock import describe, run_lock
 from pipeline.execution.runners import Failed, Parcel
 from pipeline.index.state import StateDB
@@ -117,6 +117,8 @@ def nightly(paths: list[str], library: str | None = None, defer_minutes: float |
             stages.index(state, lib, summary)
         stages.save_watermarks(state, readings, failed)
         summary.duration_s = round(time.monotonic() - clock, 2)
+        if (startup := server.current()) is not None:  # run by `skillmill run`: what came before the flow
+            summary.server, summary.server_s, summary.wall_s = startup.how, startup.seconds, startup.wall()
         state.record_run(summary.run_id, started, summary.exit_code, summary.contract())
         publish_report(state, summary.run_id)  # the report: a Prefect artifact, and the snapshot `skillmill runs` reads
 

@@ -26,6 +26,7 @@ stages add their fields here, in one place.
     task_runner = "dask"                     # "thread" (default) or "dask"
     dask_address = "tcp://scheduler:8786"    # unset: a LocalCluster on this machine
     concurrency = 4                          # distillation tasks in flight at once
+    server_idle_minutes = 10                 # the local Prefect server outlives a run this long; 0: one per run
 """
 
 from __future__ import annotations
@@ -120,6 +121,10 @@ class RunConfig(_Section):
     dask_address: str | None = Field(None, description="Scheduler of an existing Dask cluster (tcp://host:8786); "
                                                        "unset: a LocalCluster of `concurrency` worker processes.")
     concurrency: int = Field(4, ge=1, description="Distillation tasks running at once (threads or Dask workers).")
+    server_idle_minutes: float = Field(
+        10.0, ge=0, description="With no PREFECT_API_URL: the local Prefect server `skillmill run` starts is reused "
+                                "by the next runs and stops after this many minutes unused; 0: a temporary server "
+                                "per run, stopped with it.")
 
 
 class Config(_Section):
@@ -150,6 +155,7 @@ ENV_KEYS = {
     "SKILLMILL_TASK_RUNNER": "run.task_runner",
     "SKILLMILL_DASK_ADDRESS": "run.dask_address",
     "SKILLMILL_CONCURRENCY": "run.concurrency",
+    "SKILLMILL_SERVER_IDLE_MINUTES": "run.server_idle_minutes",
 }
 
 

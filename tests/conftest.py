@@ -53,6 +53,12 @@ def isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("SKILLMILL_HOME", str(home))
     monkeypatch.delenv("SKILLMILL_LIBRARY", raising=False)
     monkeypatch.delenv("SKILLMILL_MODEL", raising=False)
+    # A Prefect server per run, gone with it: the shared one would outlive the test (tests of it set their own).
+    monkeypatch.setenv("SKILLMILL_SERVER_IDLE_MINUTES", "0")
+    for name in ("PREFECT_HOME", "PREFECT_PROFILES_PATH"):  # what a command sets (settings.apply_prefect_home)
+        monkeypatch.setenv(name, os.environ.get(name, ""))  # is undone after the test
+        if not os.environ[name]:
+            monkeypatch.delenv(name)
     return home
 
 

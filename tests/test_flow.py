@@ -91,3 +91,5 @@ def test_the_flow_is_callable_as_a_library(tmp_path: Path) -> None:
 
     summary = nightly(paths=[str(SAMPLES / "claude_code")], library=str(tmp_path / "lib"))
     assert summary["exit_code"] == 0 and summary["trajectories"]["seen"] == 4  # 2 sessions + 2 subagent runs
+    assert summary["server"] is None and summary["wall_s"] is None  # not `skillmill run`: no start-up to report
+

@@ -56,27 +56,29 @@ def command(paths: tuple[str, ...], library: str | None, as_json: bool, verbose:
     message, or wait for it with --wait SECONDS. A run killed at any moment (even kill -9)
     leaves nothing half-written; the next run cleans up and completes the work.
     """
-    from pipeline.ingest import iter_files
+    from pipeline.execution import server
 
-    next(iter(iter_files(paths)), None)  # a missing path is a usage error before any work starts
+    started = server.process_started()
+    say = _say(progress_mode)
+    cfg = _preflight(paths, library, task_runner, dask_address, concurrency)
     if not verbose:
         os.environ.setdefault("PREFECT_LOGGING_LEVEL", "CRITICAL")
         os.environ.setdefault("PREFECT_SERVER_LOGGING_LEVEL", "CRITICAL")
-    from pipeline import config
     from pipeline.execution import lock
 
-    cfg = config.load({"library": library, "run.task_runner": task_runner, "run.dask_address": dask_address,
-                       "run.concurrency": concurrency})  # a bad value is a usage error before any work starts
-    if not wait and (holder := lock.holder()) is not None:  # say so now, not after starting Prefect
-        raise lock.RunInProgress(lock.describe(holder), hint="it ends by itself; `skillmill run --wait SECONDS` "
-                                                             "waits for it")
-    from flows.nightly import nightly
-    from pipeline.execution import server
+    def waiting(holder: dict | None) -> None:
+        say(f"waiting: {lock.describe(holder)} (--wait {wait:.0f} s) ...")
 
-    with progress_bar(progress_mode), server.for_run():
-        result = nightly(paths=list(paths), library=cfg.library, defer_minutes=defer_minutes,
-                         task_runner=task_runner, dask_address=dask_address, concurrency=concurrency, wait=wait)
-    _print(result)
+    # The lock before any server: a second run exits 75 at once, and --wait waits before a server starts.
+    with lock.run_lock(wait=wait, on_wait=waiting, for_process=True), \
+            server.for_run(cfg.run.server_idle_minutes, say=say, meanwhile=_import_flow,
+                           command_started=started):
+        from flows.nightly import nightly
+
+        with progress_bar(progress_mode):
+            result = nightly(paths=list(paths), library=cfg.library, defer_minutes=defer_minutes,
+                             task_runner=task_runner, dask_address=dask_address, concurrency=concurrency, wait=wait)
+    _print(result, verbose)
     if not paths and not (result["files"]["seen"] or result["files"]["unchanged"] or result["deferred"]):
         click.echo("No trajectory files in the default locations; `skillmill sources` shows where skillmill "
                    "looked, [sources] paths in the config adds places.", err=True)
@@ -85,7 +87,43 @@ def command(paths: tuple[str, ...], library: str | None, as_json: bool, verbose:
     sys.exit(result["exit_code"])
 
 
-def _print(result: dict) -> None:
+def _preflight(paths: tuple[str, ...], library: str | None, task_runner: str | None, dask_address: str | None,
+               concurrency: int | None) -> object:
+    """Every check that needs no Prefect server, before one starts (``pipeline.execution.preflight``)."""
+    from pathlib import Path
+
+    from pipeline import config, settings
+    from pipeline.execution.preflight import writable
+    from pipeline.ingest import iter_files
+
+    next(iter(iter_files(paths)), None)  # a path that does not exist is a usage error
+    cfg = config.load({"library": library, "run.task_runner": task_runner, "run.dask_address": dask_address,
+                       "run.concurrency": concurrency})  # so is a bad value
+    writable(settings.home(), "SKILLMILL_HOME", "set SKILLMILL_HOME to a folder you can write (state, logs and the "
+                                                "run lock live there), or make it writable")
+    where = "--library" if library else cfg.source_of("library") if cfg.library else "$SKILLMILL_HOME/skills"
+    writable(Path(cfg.library).expanduser() if cfg.library else settings.library_dir(), f"the library ({where})",
+             "pass --library DIR (or set SKILLMILL_LIBRARY, or `library` in the config) to a folder you can write, "
+             "or make it writable")
+    writable(settings.prefect_home(), "PREFECT_HOME", "set PREFECT_HOME to a folder you can write (Prefect's "
+                                                      "database lives there), or make it writable")
+    settings.ensure_prefect_home()
+    return cfg
+
+
+def _import_flow() -> None:
+    """Import the flow (and Prefect, ~2 s) while a server starts."""
+    import flows.nightly  # noqa: F401
+
+
+def _say(progress_mode: str):  # noqa: ANN202
+    """A progress line on stderr (``skillmill: ...``), unless ``--progress none``."""
+    if progress_mode == "none":
+        return lambda text: None
+    return lambda text: click.echo(visible(f"skillmill: {text}"), err=True)
+
+
+def _print(result: dict, verbose: bool = False) -> None:
     """The summary. Paths, names and reasons can quote what a session held: each line is printed ``visible``."""
 
     def echo(text: str = "") -> None:
@@ -130,6 +168,22 @@ def _print(result: dict) -> None:
         click.secho(visible(f"  ! {where}  {error['reason']}"), err=True, fg="yellow")
     if s["proposed"] or s["updated"]:
         echo("New skills are candidates: review them before any agent sees them.")
+    if (took := took_line(result)) is not None:
+        echo(took)
+
+
+def took_line(result: dict) -> str | None:
+    """``Took 22.1 s (+ 9.8 s starting the Prefect server; 33.5 s in all)``: the flow's work, the server apart."""
+    work, wall, server_s = result.get("duration_s"), result.get("wall_s"), result.get("server_s") or 0.0
+    if work is None:
+        return None
+    parts = {"started": f"+ {server_s:.1f} s starting the local Prefect server",
+             "temporary": f"+ {server_s:.1f} s starting a temporary Prefect server",
+             "reused": "the local Prefect server was up", "configured": "Prefect server from PREFECT_API_URL"}
+    notes = [parts[how]] if (how := result.get("server")) in parts else []
+    if wall is not None:
+        notes.append(f"{wall:.1f} s in all")
+    return f"Took {work:.1f} s" + (f" ({'; '.join(notes)})" if notes else "")
 
 
 def _print_llm(result: dict) -> None:
