@@ -116,6 +116,7 @@ def nightly(paths: list[str], library: str | None = None, defer_minutes: float |
         with progress.stage("index", None):
             stages.index(state, lib, summary)
         stages.save_watermarks(state, readings, failed)
+        stages.describe_nothing_reusable(summary, trajectories)
         summary.duration_s = round(time.monotonic() - clock, 2)
         if (startup := server.current()) is not None:  # run by `skillmill run`: what came before the flow
             summary.server, summary.server_s, summary.wall_s = startup.how, startup.seconds, startup.wall()

@@ -17,7 +17,7 @@ from pipeline.config import Config
 from pipeline.distill import Distilled, consolidate, distill
 from pipeline.distill import heuristic as distiller
 from pipeline.distill.lessons import generalize
-from pipeline.distill.naming import clamp_name
+from pipeline.distill.naming import clamp_name, task_title
 from pipeline.distill.risk import flag
 from pipeline.errors import SkillFileError
 from pipeline.index.state import StateDB
@@ -295,6 +295,14 @@ def write(state: StateDB, library: Library, results: list[Distilled], summary: R
         consolidate_repos(state, library, repos, outcome)
     outcome.count(summary)
     return outcome
+
+
+def describe_nothing_reusable(summary: RunSummary, trajectories: Iterable[Trajectory]) -> None:
+    """Give each trajectory that gave nothing reusable its file and task, as ``skillmill run -v`` lists them."""
+    by_id = {t.id: t for t in trajectories}
+    for item in summary.nothing_reusable:
+        if (t := by_id.get(item.trajectory)) is not None:
+            item.path, item.task = t.source_path or None, task_title(t)
 
 
 def withdraw_superseded(library: Library, lineage: dict[str, set[str]], written: dict[str, list[str]],

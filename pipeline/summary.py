@@ -94,6 +94,8 @@ class Increments(BaseModel):
 class NothingReusable(BaseModel):
     trajectory: str
     reason: Sanitized  # may quote the task
+    path: Sanitized | None = Field(None, description="The file the trajectory was read from.")
+    task: Sanitized | None = Field(None, description="The task's title (its first line).")
 
 
 class RedactionCounts(BaseModel):

@@ -158,10 +158,7 @@ def _print(result: dict, verbose: bool = False) -> None:
     for item in result.get("reopened", []):
         click.secho(visible(f"  ! {item['name']} was rejected before and is back for review: {item['reason']}"),
                     fg="yellow")
-    if result["nothing_reusable"]:
-        echo(f"Nothing reusable in {len(result['nothing_reusable'])} trajectories:")
-        for item in result["nothing_reusable"]:
-            echo(f"  {item['trajectory']}  {item['reason']}")
+    _print_nothing_reusable(result["nothing_reusable"], verbose, echo)
     _print_llm(result)
     for error in result["errors"]:
         where = f"{error['path']}:{error['line']}" if error.get("line") else (error.get("path") or "")
@@ -170,6 +167,25 @@ def _print(result: dict, verbose: bool = False) -> None:
         echo("New skills are candidates: review them before any agent sees them.")
     if (took := took_line(result)) is not None:
         echo(took)
+
+
+def _print_nothing_reusable(items: list[dict], verbose: bool, echo) -> None:  # noqa: ANN001
+    """How many trajectories gave nothing, by reason; with ``-v`` each one with its file and task."""
+    if not items:
+        return
+    if verbose:
+        echo(f"Nothing reusable in {len(items)} trajectories:")
+        for item in items:
+            echo(f"  {item['trajectory']}  {item['reason']}  {item.get('path') or '?'}  {item.get('task') or ''}"
+                 .rstrip())
+        return
+    counts: dict[str, int] = {}
+    for item in items:
+        counts[item["reason"]] = counts.get(item["reason"], 0) + 1
+    echo(f"Nothing reusable in {len(items)} trajectories (-v lists them, with file and task):")
+    width = len(str(max(counts.values())))
+    for reason, count in sorted(counts.items(), key=lambda pair: (-pair[1], pair[0])):
+        echo(f"  {count:>{width}}  {reason}")
 
 
 def took_line(result: dict) -> str | None:
