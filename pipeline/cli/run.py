@@ -16,7 +16,8 @@ from pipeline.terminal import visible
 @click.option("--library", type=click.Path(file_okay=False),
               help="Skill library folder (default: $SKILLMILL_LIBRARY, the config file, $SKILLMILL_HOME/skills).")
 @click.option("--json", "as_json", is_flag=True, help="End with one JSON line summarizing the run.")
-@click.option("-v", "--verbose", is_flag=True, help="Show Prefect's logs.")
+@click.option("-v", "--verbose", is_flag=True,
+              help="List each trajectory that gave nothing reusable (id, reason, file, task); show Prefect's logs.")
 @click.option("--defer-minutes", type=click.FloatRange(min=0), default=None,
               help="Leave files changed less than this long ago for the next run "
                    "(default: [sources] defer_minutes, 5, with no PATHS; 0 for PATHS given).")
@@ -31,7 +32,7 @@ from pipeline.terminal import visible
               help="When another run is in progress, wait up to SECONDS for it (default 0: exit 75 at once).")
 @click.option("--progress", "progress_mode", type=click.Choice(["auto", "lines", "none"]), default="auto",
               help="auto: a progress bar on a terminal; lines: one line per stage and every 10% on stderr "
-                   "(for logs); none.")
+                   "(for logs); none: not even the line saying which Prefect server the run waits for.")
 def command(paths: tuple[str, ...], library: str | None, as_json: bool, verbose: bool,
             defer_minutes: float | None, task_runner: str | None, dask_address: str | None,
             concurrency: int | None, wait: float, progress_mode: str) -> None:
@@ -40,9 +41,14 @@ def command(paths: tuple[str, ...], library: str | None, as_json: bool, verbose:
     With no PATHS, reads the places agents keep their sessions (`skillmill sources` lists
     them). Only what is new since the last run is read: unchanged files are skipped, grown
     sessions are read from where the last run stopped. Runs the Prefect flow discover ->
-    parse -> distill -> write -> index, on a temporary local Prefect server unless
-    PREFECT_API_URL is set. Exit 0 when every input was processed, 1 when some failed (the
-    rest is kept), 2 for usage errors.
+    parse -> distill -> write -> index. Exit 0 when every input was processed, 1 when some
+    failed (the rest is kept), 2 for usage errors (a missing path, a folder it cannot write).
+
+    \b
+    Prefect server: PREFECT_API_URL if set (environment or Prefect profile); else a local
+    server the first run starts (~10 s) and the next runs reuse; it stops by itself after
+    [run] server_idle_minutes (10) unused, and with 0 a run starts its own and stops it.
+    The summary says how long it took apart from the run's work.
 
     \b
     Distills with a model when SKILLMILL_MODEL is set (a litellm model string, e.g.
