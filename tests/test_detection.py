@@ -85,6 +85,26 @@ def test_an_openhands_export_that_begins_with_the_system_prompt(corpus: Path, tm
     assert steps(path) == steps(original)
 
 
+# -- ATIF naming itself beats OpenHands' cues --------------------------------------------------------------
+@pytest.mark.parametrize("indent", [2, None], ids=["indented", "one-line"])
+def test_an_atif_file_converted_from_openhands_is_atif(corpus: Path, tmp_path: Path, indent: int | None) -> None:
+    original = corpus / ATIF
+    trajectory = json.loads(original.read_text())
+    trajectory["agent"].setdefault("extra", {})["agent_class"] = "CodeActAgent"  # Harbor's OpenHands-to-ATIF
+    path = tmp_path / "trajectory.json"
+    path.write_text(json.dumps(trajectory, indent=indent))
+    assert steps(path) == steps(original)
+    assert steps(original)[:2] == ("atif", "ok")
+
+
+def test_only_a_top_level_schema_version_names_a_file(tmp_path: Path) -> None:
+    """An OpenHands row quoting an ATIF document in a nested field stays OpenHands' to judge."""
+    path = tmp_path / "output.jsonl"
+    path.write_text(json.dumps({"instance_id": "x", "metadata": {"schema_version": "ATIF-v1.2"}, "history": []}))
+    probe = Probe.read(path)
+    assert detect(probe) is None or detect(probe).name != "atif"
+
+
 # -- the scan behind it: bounded, and only when a cue asks ------------------------------------------------
 def test_detection_reads_past_the_head_only_for_a_cue_and_within_its_budget(tmp_path: Path) -> None:
     unrelated = tmp_path / "data.json"

@@ -80,12 +80,15 @@ def _first_time(path: Path, seen: set[Path | tuple[int, int]]) -> bool:
 
 
 def detect(probe: Probe) -> TrajectoryFormat | None:
-    for fmt in registered_formats():
-        try:
-            if fmt.sniff(probe):
-                return fmt
-        except Exception:  # noqa: BLE001 -- a plugin's bug must not stop the others from looking
-            logger.exception("format %s failed to sniff %s", fmt.name, probe.path)
+    """The format that names itself in the file (``declared``), else the first whose ``sniff`` says yes."""
+    formats = registered_formats()
+    for question in ("declared", "sniff"):
+        for fmt in formats:
+            try:
+                if getattr(fmt, question, None) is not None and getattr(fmt, question)(probe):
+                    return fmt
+            except Exception:  # noqa: BLE001 -- a plugin's bug must not stop the others from looking
+                logger.exception("format %s failed to sniff %s", fmt.name, probe.path)
     return None
 
 
