@@ -13,7 +13,9 @@ import json
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 
+from pipeline.cli import main
 from pipeline.ingest import detect, ingest_file
 from pipeline.ingest.fields import MAX_SCAN_BYTES, scan_fields
 from pipeline.ingest.reader import PROBE_BYTES, Probe
@@ -103,6 +105,25 @@ def test_only_a_top_level_schema_version_names_a_file(tmp_path: Path) -> None:
     path.write_text(json.dumps({"instance_id": "x", "metadata": {"schema_version": "ATIF-v1.2"}, "history": []}))
     probe = Probe.read(path)
     assert detect(probe) is None or detect(probe).name != "atif"
+
+
+# -- aider: a history with only its header ------------------------------------------------------------
+def test_an_aider_history_without_messages_is_skipped_with_its_reason(corpus: Path, tmp_path: Path) -> None:
+    text = (corpus / AIDER).read_text()
+    header = text[: text.index("\n#### ") + 1]  # up to the first typed message: launches left at once
+    assert "# aider chat started at" in header and "> Aider v" in header
+    folder = tmp_path / "repo"
+    folder.mkdir()
+    path = folder / ".aider.chat.history.md"
+    path.write_text(header)
+    report, trajectories = ingest_file(path)
+    assert (report.format, report.status, trajectories) == ("aider", "skipped", [])
+    launches = header.count("# aider chat started at")
+    assert report.errors[0].reason.startswith(f"aider history without messages: {launches} launches")
+
+    result = CliRunner().invoke(main, ["ingest", "--json", str(path)], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.output)["status"] == "skipped"
 
 
 # -- the scan behind it: bounded, and only when a cue asks ------------------------------------------------
