@@ -1,4 +1,4 @@
-"""One CLI: the fast-path commands (recall, hook) answer help and usage errors as the click commands do."""
+"""One CLI: ``-h`` everywhere, the fast-path commands' usage errors in click's form, help by workflow."""
 
 from __future__ import annotations
 
@@ -6,12 +6,31 @@ import re
 import subprocess
 import sys
 
+import click
 import pytest
 from click.testing import CliRunner
 
 from pipeline import entry
 from pipeline.cli import main
+from pipeline.cli._help import summary
 from tests.conftest import ROOT
+
+
+def commands(group: click.Group = main, path: tuple[str, ...] = ()) -> list[tuple[tuple[str, ...], click.Command]]:
+    found = []
+    for name, command in group.commands.items():
+        found.append(((*path, name), command))
+        if isinstance(command, click.Group):
+            found.extend(commands(command, (*path, name)))
+    return found
+
+
+@pytest.mark.parametrize("path", [p for p, _ in commands()], ids=" ".join)
+def test_every_command_answers_dash_h_and_help(path: tuple[str, ...]) -> None:
+    for flag in ("-h", "--help"):
+        result = CliRunner().invoke(main, [*path, flag], prog_name="skillmill", catch_exceptions=False)
+        assert result.exit_code == 0, (flag, result.output)
+        assert result.output.startswith(f"Usage: skillmill {' '.join(path)} "), (flag, result.output)
 
 
 @pytest.mark.parametrize("name", list(entry.FAST))
@@ -74,3 +93,27 @@ def test_a_mistyped_flag_is_an_error_never_its_value_taken_for_the_task(capsys: 
     code, _, err = fast(capsys, "hook")
     assert code == 2 and err.startswith("Usage: skillmill hook [OPTIONS] AGENT\n")
     assert "Error: Missing argument 'AGENT'. Choose from:" in err
+
+
+WORKFLOW = ["Run", "Review", "Recall", "Agents", "Operate"]
+
+
+def test_top_level_help_lists_every_command_by_workflow_with_whole_summaries() -> None:
+    text = CliRunner().invoke(main, ["-h"], prog_name="skillmill").output
+    headings = re.findall(r"^(\w+):$", text, flags=re.M)
+    assert headings == ["Options", *WORKFLOW], text
+    listing = text.split("\nRun:\n", 1)[1]
+    listed = re.findall(r"^  ([a-z]+) ", listing, flags=re.M)
+    assert sorted(listed) == sorted(main.commands), "every command once, in a section (none under Other)"
+    assert [heading for heading, _ in main.sectioned(click.Context(main))] == WORKFLOW
+    assert "..." not in listing
+
+
+@pytest.mark.parametrize("path", [p for p, _ in commands()], ids=" ".join)
+def test_no_summary_is_cut(path: tuple[str, ...]) -> None:
+    command = dict(commands())[path]
+    said = summary(command)
+    assert not said.endswith("..."), said
+    first_paragraph = " ".join((command.help or "").split("\n\n")[0].split())
+    assert said and first_paragraph.startswith(said), (said, first_paragraph)
+    assert said[-1] in ".)", f"{said!r} is not a whole sentence"

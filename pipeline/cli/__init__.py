@@ -12,12 +12,20 @@ import sys
 import click
 
 from pipeline import __version__, settings
-from pipeline.cli import _output
+from pipeline.cli import _help, _output
 from pipeline.errors import SkillmillError, UsageError
 
 
-class SkillmillGroup(click.Group):
+class SkillmillGroup(_help.Group):
     """Turns skillmill's own errors into a message, a hint and an exit code; never a traceback."""
+
+    sections = {  # by workflow, in the order a new user meets them
+        "Run": ("run", "ingest", "redact", "formats", "sources"),
+        "Review": ("review", "show", "feedback"),
+        "Recall": ("recall", "index", "eval"),
+        "Agents": ("install", "hook", "mcp", "export"),
+        "Operate": ("runs", "schedule", "config"),
+    }
 
     def invoke(self, ctx: click.Context) -> object:
         try:
@@ -41,7 +49,7 @@ class SkillmillGroup(click.Group):
             sys.exit(1)
 
 
-@click.group(cls=SkillmillGroup)
+@click.group(cls=SkillmillGroup, context_settings=_help.CONTEXT)
 @click.version_option(__version__, prog_name="skillmill")
 def main() -> None:
     """Distill coding-agent sessions into reviewed Agent Skills, and recall them at task start.
