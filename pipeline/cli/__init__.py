@@ -71,9 +71,10 @@ def _register() -> None:
     from pipeline.cli import index as index_command
     from pipeline.cli import runs as runs_command
     from pipeline.cli import schedule as schedule_command
+    from pipeline.cli import show as show_command
 
     for module in (run, ingest, recall, formats, sources, review, redact, index_command, eval_command,
-                   feedback_command, config_command, runs_command, schedule_command):
+                   feedback_command, config_command, runs_command, schedule_command, show_command):
         main.add_command(module.command)
     for command in agent_commands.COMMANDS:
         main.add_command(command)
