@@ -78,7 +78,7 @@ class Parser(argparse.ArgumentParser):
         """Let click parse ``argv``: it prints the help (exit 0) or the usage error (exit 2)."""
         import click
 
-        def accepted() -> None:  # click took what argparse refused: say why argparse did, in click's form
+        def accepted(**_: object) -> None:  # click took what argparse refused: argparse's reason, click's form
             raise click.UsageError(refusal, click.get_current_context())
 
         self.click_command(accepted).main(argv, prog_name=self.prog)

@@ -95,6 +95,14 @@ def test_a_mistyped_flag_is_an_error_never_its_value_taken_for_the_task(capsys: 
     assert "Error: Missing argument 'AGENT'. Choose from:" in err
 
 
+def test_what_only_argparse_refuses_is_still_a_usage_error_in_clicks_form(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = fast(capsys, "recall", "--repo", "--limt")  # click would take --limt for the repository
+    assert (code, out) == (2, "")
+    assert err == ("Usage: skillmill recall [OPTIONS] [TASK]\n"
+                   "Try 'skillmill recall --help' for help.\n\n"
+                   "Error: argument --repo: expected one argument\n")
+
+
 WORKFLOW = ["Run", "Review", "Recall", "Agents", "Operate"]
 
 
