@@ -76,14 +76,12 @@ def click_command(name: str, parser: Callable[[], argparse.ArgumentParser],
                   run: Callable[[list[str]], None]) -> object:
     """A click command for the group that hands its arguments to a fast-path command's parser.
 
-    Errors propagate to the group (which prints them); ``--help`` and bad flags are answered by
-    the ``argparse`` parser, exactly as on the fast path.
+    Errors propagate to the group (which prints them); ``-h`` and bad flags are answered by the
+    parser (``pipeline.fastargs``), exactly as on the fast path.
     """
     import click
 
-    description = parser().description or ""
-
-    @click.command(name, help=description, short_help=description.split("\n", 1)[0], add_help_option=False,
+    @click.command(name, help=parser().description, add_help_option=False,
                    context_settings={"ignore_unknown_options": True, "allow_extra_args": True,
                                      "allow_interspersed_args": False})
     @click.argument("args", nargs=-1, type=click.UNPROCESSED)
@@ -91,20 +89,3 @@ def click_command(name: str, parser: Callable[[], argparse.ArgumentParser],
         run(list(args))
 
     return command
-
-
-def number_range(kind: type, low: float, high: float | None = None) -> Callable[[str], float]:
-    """An ``argparse`` type: a number of ``kind`` within [low, high], as click's ``IntRange``/``FloatRange``."""
-    import argparse
-
-    def parse(value: str) -> float:
-        try:
-            number = kind(value)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{value!r} is not a valid {kind.__name__}") from None
-        if number < low or (high is not None and number > high):
-            span = f"{low}<=x<={high}" if high is not None else f"x>={low}"
-            raise argparse.ArgumentTypeError(f"{number} is not in the range {span}")
-        return number
-
-    return parse

@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import click
 
+from pipeline.cli._help import Group
 from pipeline.cli._output import emit_json
 from pipeline.terminal import visible
 
 
-@click.group("feedback")
+@click.group("feedback", cls=Group)
 def command() -> None:
-    """Verdicts on served skills (helpful, not_helpful, wrong, stale): they move a skill's rank at the
-    next index and tell reviewers which skills to fix or deprecate."""
+    """Verdicts on served skills: helpful, not_helpful, wrong, stale.
+
+    They move a skill's rank at the next index and tell reviewers which skills to fix or deprecate."""
 
 
 @command.command("add")

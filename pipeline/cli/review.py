@@ -9,6 +9,7 @@ from typing import Any
 
 import click
 
+from pipeline.cli._help import Group
 from pipeline.cli._output import emit_json
 from pipeline.errors import SkillFileError, UsageError
 from pipeline.terminal import visible
@@ -56,7 +57,7 @@ def _statuses(values: tuple[str, ...]) -> tuple[str, ...]:
 
 
 # -- the group ----------------------------------------------------------------------------
-@click.group("review", invoke_without_command=True)
+@click.group("review", cls=Group, invoke_without_command=True)
 @click.option("--web", is_flag=True, help="Serve the review page on 127.0.0.1; the URL with its token is printed.")
 @click.option("--port", type=click.IntRange(0, 65535), default=8765, show_default=True,
               help="Port for --web (0: any free port).")
