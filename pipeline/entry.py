@@ -54,11 +54,11 @@ def _fast(name: str, args: list[str]) -> None:
     except (SystemExit, KeyboardInterrupt):
         raise
     except Exception as exc:
-        from pipeline.errors import no_space
+        from pipeline.errors import environment_error
 
-        if (full := no_space(exc, places=[settings.home(), settings.library_dir()])) is not None:
-            _fail(full)
-            sys.exit(full.exit_code)
+        if (setup := environment_error(exc)) is not None:  # a full disk or a read-only folder
+            _fail(setup)
+            sys.exit(setup.exit_code)
         if isinstance(exc, UsageError):
             _fail(exc)
             sys.exit(2)
