@@ -1,0 +1,117 @@
+"""Issue 15, "failure is a sentence": what review, feedback and index say when there is little or
+something wrong, each through the real command.
+
+An empty home lists 0 skills (exit 0); a hint's command works as written; a verdict on a skill
+nobody has is refused; ``review log --verify`` ends with its verdict; no pydantic documentation
+link reaches a user; ``index`` reports as removed only the skills it took out of the index.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner, Result
+
+from pipeline.cli import main
+from tests.review_support import build, django_inputs
+
+MANUAL = "working-in-django"  # what the django sitemaps session gives
+PYDANTIC = "errors.pydantic.dev"
+
+
+def invoke(*args: str | Path) -> Result:
+    return CliRunner().invoke(main, [str(a) for a in args], catch_exceptions=False)
+
+
+@pytest.fixture
+def library(tmp_path: Path) -> Path:
+    built = tmp_path / "skills"
+    build([django_inputs(tmp_path, "django__django-16255")], built)
+    return built
+
+
+def skill_folder(root: Path, name: str, description: str = "Tidy the imports.") -> Path:
+    folder = root / name
+    folder.mkdir(parents=True)
+    (folder / "SKILL.md").write_text(f"---\nname: {name}\ndescription: {description}\n---\n\n# {name}\n")
+    return folder
+
+
+# -- review list and review log on a fresh home -----------------------------------------------------
+def test_review_list_on_a_fresh_home_is_0_skills_not_an_error(isolated_home: Path) -> None:
+    for args in (["review", "list"], ["review"], ["review", "list", "--status", "all"]):
+        result = invoke(*args)
+        assert (result.exit_code, result.output) == (
+            0, f"0 skills in {isolated_home / 'skills'} (no library there yet: `skillmill run PATH...` writes one)\n")
+    result = invoke("review", "list", "--json")
+    assert (result.exit_code, json.loads(result.output)) == (0, [])
+    result = invoke("review", "log", "--verify")
+    assert result.exit_code == 0 and result.output.splitlines()[-1] == "verified: 0 entries, chain intact"
+    assert not isolated_home.exists(), "listing nothing creates nothing"
+
+
+def test_a_library_named_on_the_command_line_must_exist(tmp_path: Path) -> None:
+    result = invoke("review", "list", "--library", tmp_path / "typo")
+    assert result.exit_code == 2 and f"no skill library at {tmp_path / 'typo'}" in result.output
+
+
+# -- hints are commands that work -------------------------------------------------------------------
+def commands_in(hint: str) -> list[list[str]]:
+    return [cmd.split()[1:] for cmd in re.findall(r"`(skillmill [^`]+)`", hint)]
+
+
+def test_the_not_found_hints_are_commands_that_work(library: Path) -> None:
+    result = invoke("review", "show", "no-such-skill", "--library", library)
+    assert result.exit_code == 1 and "no skill named 'no-such-skill'" in result.output
+    hint = result.output.split("hint:", 1)[1]
+    commands = commands_in(hint)
+    assert commands == [["review", "list"], ["review", "list", "--status", "all"]], hint
+    for command in commands:
+        ran = invoke(*command, "--library", library)
+        assert ran.exit_code == 0 and MANUAL in ran.output, (command, ran.output)
+    result = invoke("review", "deprecate", "no-such-skill", "--reason", "old", "--by", "a", "--library", library)
+    assert result.exit_code == 1
+    for command in commands_in(result.output.split("hint:", 1)[1]):
+        assert invoke(*command, "--library", library).exit_code == 0, command
+
+
+def test_status_takes_several_values_separated_by_commas(library: Path) -> None:
+    assert invoke("review", "approve", MANUAL, "--by", "alice", "--library", library).exit_code == 0
+    for status in (["approved,rejected"], ["approved", "--status", "rejected"], ["rejected,approved,deprecated"]):
+        result = invoke("review", "list", "--json", "--library", library, "--status", *status)
+        assert result.exit_code == 0, result.output
+        assert [i["name"] for i in json.loads(result.output)] == [MANUAL]
+    result = invoke("review", "list", "--json", "--library", library, "--status", "rejected,deprecated")
+    assert (result.exit_code, json.loads(result.output)) == (0, [])
+    result = invoke("review", "list", "--library", library, "--status", "approved,bogus")
+    assert result.exit_code == 2 and "'bogus' is not a status" in result.output
+
+
+# -- review log --verify ---------------------------------------------------------------------------
+def test_review_log_verify_ends_with_a_verdict(library: Path) -> None:
+    assert invoke("review", "approve", MANUAL, "--by", "alice", "--library", library).exit_code == 0
+    assert invoke("review", "deprecate", MANUAL, "--reason", "old", "--by", "bob", "--library", library).exit_code == 0
+    result = invoke("review", "log", "--verify", "--library", library)
+    assert result.exit_code == 0
+    assert result.stdout.splitlines()[-1] == "verified: 2 entries, chain intact"
+    result = invoke("review", "log", "--verify", "--json", "--library", library)
+    assert result.exit_code == 0 and len(json.loads(result.stdout)) == 2  # stdout stays JSON
+    assert result.stderr.splitlines()[-1] == "verified: 2 entries, chain intact"
+
+    audit = library / "_audit.jsonl"
+    first, second = audit.read_text().splitlines()
+    audit.write_text(first.replace('"alice"', '"mallory"') + "\n" + second + "\n")
+    result = invoke("review", "log", "--verify", "--library", library)
+    assert result.exit_code == 1
+    assert result.stdout.splitlines()[-1] == (f"FAILED: 1 problem in {audit}: line 2 (seq 2): the line before it was "
+                                              "changed or removed")
+
+    audit.write_text(first + "\nnot an entry\n" + second + "\n")
+    result = invoke("review", "log", "--verify", "--library", library)
+    assert result.exit_code == 1 and "internal error" not in result.output and PYDANTIC not in result.output
+    assert result.stdout.splitlines()[-1].startswith(f"FAILED: 3 problems in {audit}: line 2 is not a valid audit "
+                                                     "entry (and more above)")
+    assert "mallory" not in result.stdout and "alice" in result.stdout  # the readable entries are still shown
