@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 from pathlib import Path
 
 import pytest
@@ -115,3 +116,29 @@ def test_review_log_verify_ends_with_a_verdict(library: Path) -> None:
     assert result.stdout.splitlines()[-1].startswith(f"FAILED: 3 problems in {audit}: line 2 is not a valid audit "
                                                      "entry (and more above)")
     assert "mallory" not in result.stdout and "alice" in result.stdout  # the readable entries are still shown
+
+
+# -- feedback on a skill nobody has ----------------------------------------------------------------
+def test_feedback_on_an_unknown_skill_is_refused_with_where_to_find_names(library: Path,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    from pipeline.recall import feedback
+
+    result = invoke("feedback", "add", "no-such-skill", "helpful")
+    assert result.exit_code == 2
+    assert result.output.startswith("Error: no skill named 'no-such-skill' in the recall index or in ")
+    hint = result.output.split("hint:", 1)[1]
+    assert commands_in(hint) == [["recall", "TASK"], ["review", "list", "--status", "all"]]
+    assert not feedback.journaled(), "nothing was kept"
+    result = invoke("feedback", "add", MANUAL, "helpful")  # a candidate of the index: known
+    assert (result.exit_code, result.output) == (0, f"Recorded helpful for {MANUAL}.\n")
+    monkeypatch.setenv("SKILLMILL_LIBRARY", str(library))
+    shutil.rmtree(library / "_candidates" / MANUAL)
+    skill_folder(library / "_deprecated", "old-one")  # not in the index, but in the library
+    assert invoke("feedback", "add", "old-one", "stale").exit_code == 0
+    assert [e["skill"] for e in feedback.events()] == [MANUAL, "old-one"]
+
+
+def test_feedback_on_a_fresh_home_is_refused_too(isolated_home: Path) -> None:
+    result = invoke("feedback", "add", "anything", "wrong")
+    assert result.exit_code == 2 and "no skill named 'anything'" in result.output
+    assert not isolated_home.exists()
