@@ -34,12 +34,13 @@ def main() -> None:
 
 def _fail(error: SkillmillError) -> None:
     """As ``pipeline.cli._output.fail``, without importing click: red on a terminal."""
+    from pipeline.errors import plain
     from pipeline.terminal import visible
 
     red, reset = ("\x1b[31m", "\x1b[0m") if sys.stderr.isatty() else ("", "")
-    sys.stderr.write(f"{red}Error: {visible(error.message)}{reset}\n")
+    sys.stderr.write(f"{red}Error: {visible(plain(error.message))}{reset}\n")
     if error.hint:
-        sys.stderr.write(f"  hint: {visible(error.hint)}\n")
+        sys.stderr.write(f"  hint: {visible(plain(error.hint))}\n")
 
 
 def _fast(name: str, args: list[str]) -> None:

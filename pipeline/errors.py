@@ -228,3 +228,32 @@ def _folder(filename: object, places: Iterable[str | Path]) -> str:
         if info.f_bavail * info.f_frsize < _NEARLY_FULL:
             return str(place)
     return str(candidates[0]) if candidates else "the disk skillmill writes to"
+
+
+#: Pydantic ends each error with a link to its documentation: for the developer, not for the user.
+_DOC_URL = re.compile(r"\s*For further information visit https://errors\.pydantic\.dev/\S*|https://errors\.pydantic\.dev/\S*")
+
+
+def plain(text: str) -> str:
+    """``text`` without pydantic's documentation links."""
+    return _DOC_URL.sub("", text)
+
+
+def validation_summary(exc: BaseException) -> str:
+    """A pydantic ``ValidationError`` as one line a user can act on: ``field: what is wrong (got 'value')``;
+    any other exception as its text, without documentation links. Pydantic is not imported here."""
+    errors = getattr(exc, "errors", None)
+    try:
+        found = errors(include_url=False) if callable(errors) else None
+    except Exception:  # noqa: BLE001 -- not pydantic's: its text will do
+        found = None
+    if not found:
+        return plain(str(exc))
+    parts = []
+    for error in found:
+        where = ".".join(str(part) for part in error.get("loc", ())) or "(top level)"
+        message = str(error.get("msg", "")).removeprefix("Value error, ")
+        value = error.get("input")
+        got = f" (got {value[:60]!r})" if isinstance(value, str) and error.get("type") != "missing" else ""
+        parts.append(f"{where}: {message}{got}")
+    return "; ".join(parts)

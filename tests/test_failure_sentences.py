@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner, Result
+from pydantic import ValidationError
 
 from pipeline.cli import main
 from tests.review_support import build, django_inputs
@@ -142,3 +143,62 @@ def test_feedback_on_a_fresh_home_is_refused_too(isolated_home: Path) -> None:
     result = invoke("feedback", "add", "anything", "wrong")
     assert result.exit_code == 2 and "no skill named 'anything'" in result.output
     assert not isolated_home.exists()
+
+
+# -- no pydantic documentation links -------------------------------------------------------------
+def test_an_invalid_skill_file_is_described_without_pydantic_links(tmp_path: Path) -> None:
+    team = tmp_path / "team"
+    skill_folder(team, "tidy")
+    skill_folder(team, "Bad_Name")
+    (skill_folder(team, "no-description") / "SKILL.md").write_text("---\nname: no-description\n---\n\n# x\n")
+    result = invoke("index", "--skills", team)
+    assert result.exit_code == 0 and PYDANTIC not in result.output
+    assert (f"  ! {team / 'Bad_Name' / 'SKILL.md'}  not a valid skill: name: String should match pattern "
+            "'^[a-z0-9]+(-[a-z0-9]+)*$' (got 'Bad_Name')") in result.output.splitlines()
+    assert (f"  ! {team / 'no-description' / 'SKILL.md'}  not a valid skill: description: String should have at "
+            "least 1 character (got '')") in result.output.splitlines()
+    result = invoke("index", "--skills", team, "--json")
+    assert PYDANTIC not in result.output
+
+
+def test_an_internal_error_quoting_a_validation_error_has_no_link(monkeypatch: pytest.MonkeyPatch) -> None:
+    from pipeline.library.model import Skill
+    from pipeline.recall import service
+
+    def bug(*args: object, **kwargs: object) -> None:
+        Skill(name="Not A Name", description="")
+
+    monkeypatch.setattr(service, "reindex", bug)
+    result = invoke("index")
+    assert result.exit_code == 1 and "internal error: ValidationError" in result.output
+    assert PYDANTIC not in result.output and "For further information" not in result.output
+    assert PYDANTIC in (Path(result.output.split("the traceback is in ")[1].split(";")[0])).read_text(), \
+        "the link stays in the traceback file, for whoever debugs it"
+
+
+def test_a_model_answer_that_did_not_validate_is_described_without_links() -> None:
+    from pipeline.distill.llm.schema import Extraction
+    from pipeline.llm.litellm_backend import _short
+
+    with pytest.raises(ValidationError) as caught:
+        Extraction.model_validate_json('{"procedure": 3}')
+    assert PYDANTIC in str(caught.value)
+    assert _short(caught.value) == ("(top level): give at least one draft or note, or set nothing_reusable to the "
+                                    "reason there is none")
+
+
+def test_a_parser_bug_reported_for_one_file_has_no_link(tmp_path: Path) -> None:
+    from pipeline.ingest import ingest_file
+    from pipeline.library.model import Skill
+
+    class Buggy:  # a format plugin whose parser builds an invalid model
+        name, incremental = "buggy", False
+
+        def parse(self, path: Path, report: object) -> object:
+            yield Skill(name="Not A Name", description="")
+
+    session = tmp_path / "session.jsonl"
+    session.write_text('{"type": "user"}\n')
+    report, _ = ingest_file(session, fmt=Buggy())  # type: ignore[arg-type]
+    reasons = " ".join(e.reason for e in report.errors)
+    assert "ValidationError" in reasons and "name: String should match pattern" in reasons and PYDANTIC not in reasons

@@ -12,15 +12,16 @@ import click
 import orjson
 
 from pipeline import progress
-from pipeline.errors import SkillmillError
+from pipeline.errors import SkillmillError, plain
 from pipeline.terminal import visible
 
 
 def fail(error: SkillmillError) -> None:
-    """Print an error; redacted and ``visible``, since messages can quote what a parser or a flow choked on."""
-    click.secho(f"Error: {visible(_redact(error.message))}", fg="red", err=True)
+    """Print an error; redacted and ``visible``, since messages can quote what a parser or a flow choked on.
+    Never with a pydantic documentation link, whatever the message quotes."""
+    click.secho(f"Error: {visible(_redact(plain(error.message)))}", fg="red", err=True)
     if error.hint:
-        click.echo(f"  hint: {visible(_redact(error.hint))}", err=True)
+        click.echo(f"  hint: {visible(_redact(plain(error.hint)))}", err=True)
 
 
 def traceback_path() -> Path:
