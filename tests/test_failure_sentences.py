@@ -202,3 +202,34 @@ def test_a_parser_bug_reported_for_one_file_has_no_link(tmp_path: Path) -> None:
     report, _ = ingest_file(session, fmt=Buggy())  # type: ignore[arg-type]
     reasons = " ".join(e.reason for e in report.errors)
     assert "ValidationError" in reasons and "name: String should match pattern" in reasons and PYDANTIC not in reasons
+
+
+# -- index removals ---------------------------------------------------------------------------------
+def test_index_reports_as_removed_only_what_left_the_index(library: Path, tmp_path: Path) -> None:
+    team = tmp_path / "team"
+    skill_folder(team, "tidy")
+    skill_folder(team, "lint")
+    first = json.loads(invoke("index", "--skills", team, "--library", library, "--json").output)
+    assert (first["added"], first["removed"], first["removed_skills"]) == (2, 0, [])
+
+    moved = tmp_path / "moved-library"  # the library moved: its skill is still in the index, at its new path
+    shutil.copytree(library, moved)
+    result = invoke("index", "--library", moved, "--json")
+    report = json.loads(result.output)
+    assert (report["skills"], report["removed"], report["removed_skills"]) == (3, 0, []), report
+
+    # A candidate approved by a person moves to <library>/NAME/: not a removal.
+    assert invoke("review", "approve", MANUAL, "--by", "alice", "--library", moved).exit_code == 0
+    report = json.loads(invoke("index", "--library", moved, "--json").output)
+    assert (report["removed"], report["removed_skills"]) == (0, [])
+
+    shutil.rmtree(team / "lint")
+    result = invoke("index", "--library", moved)
+    assert result.exit_code == 0
+    assert "  folder skills: 0 added, 0 updated, 1 unchanged; 1 removed from the index" in result.output
+    assert f"  - {team / 'lint'}  (removed from the index)" in result.output.splitlines()
+
+    result = invoke("index", "--library", tmp_path / "typo")  # would take every library skill out: refused
+    assert result.exit_code == 2 and f"no skill library at {tmp_path / 'typo'}" in result.output
+    report = json.loads(invoke("index", "--library", moved, "--json").output)
+    assert (report["skills"], report["removed"], report["removed_skills"]) == (2, 0, [])
