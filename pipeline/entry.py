@@ -34,12 +34,13 @@ def main() -> None:
 
 def _fail(error: SkillmillError) -> None:
     """As ``pipeline.cli._output.fail``, without importing click: red on a terminal."""
+    from pipeline.errors import plain
     from pipeline.terminal import visible
 
     red, reset = ("\x1b[31m", "\x1b[0m") if sys.stderr.isatty() else ("", "")
-    sys.stderr.write(f"{red}Error: {visible(error.message)}{reset}\n")
+    sys.stderr.write(f"{red}Error: {visible(plain(error.message))}{reset}\n")
     if error.hint:
-        sys.stderr.write(f"  hint: {visible(error.hint)}\n")
+        sys.stderr.write(f"  hint: {visible(plain(error.hint))}\n")
 
 
 def _fast(name: str, args: list[str]) -> None:
@@ -54,11 +55,11 @@ def _fast(name: str, args: list[str]) -> None:
     except (SystemExit, KeyboardInterrupt):
         raise
     except Exception as exc:
-        from pipeline.errors import no_space
+        from pipeline.errors import environment_error
 
-        if (full := no_space(exc, places=[settings.home(), settings.library_dir()])) is not None:
-            _fail(full)
-            sys.exit(full.exit_code)
+        if (setup := environment_error(exc)) is not None:  # a full disk or a read-only folder
+            _fail(setup)
+            sys.exit(setup.exit_code)
         if isinstance(exc, UsageError):
             _fail(exc)
             sys.exit(2)

@@ -36,9 +36,9 @@ class SkillmillGroup(_help.Group):
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
             sys.exit(0)
         except Exception as exc:
-            if (full := _output.disk_full(exc)) is not None:  # a full disk, however deep it was met
-                _output.fail(full)
-                sys.exit(full.exit_code)
+            if (setup := _output.environment_error(exc)) is not None:  # a full disk or a read-only
+                _output.fail(setup)  # folder, however deep it was met: one line naming it, exit 2
+                sys.exit(setup.exit_code)
             if isinstance(exc, UsageError):
                 _output.fail(exc)
                 sys.exit(2)

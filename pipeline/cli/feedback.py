@@ -23,10 +23,14 @@ def command() -> None:
 def add(name: str, verdict: str, note: str) -> None:
     """Record a verdict on skill NAME (what the MCP tool skill_feedback does).
 
-    The note is redacted before it is stored; a note over 4,000 characters is refused.
+    NAME is a skill of the recall index or the library (a name `skillmill recall` or `skillmill
+    review list` shows); any other is refused. The note is redacted before it is stored; a note
+    over 4,000 characters is refused.
     """
     from pipeline.recall import feedback
 
+    feedback.check(name, note)
+    feedback.check_known(name)
     event = feedback.record(name, verdict, note, source="cli")
     click.echo(f"Recorded {event['verdict']} for {event['skill']}.")
 

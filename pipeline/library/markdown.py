@@ -47,7 +47,7 @@ from typing import Any
 
 import yaml
 
-from pipeline.errors import SkillFileError
+from pipeline.errors import SkillFileError, validation_summary
 from pipeline.library.model import MAX_DESCRIPTION, OWNED_METADATA, Evidence, Item, Pitfall, Skill, SourceRef
 
 GENERATOR = "skillmill"
@@ -238,7 +238,7 @@ def parse(text: str, path: str | None = None) -> Skill:
     try:
         return Skill(**fields)
     except ValueError as exc:
-        raise SkillFileError(f"not a valid skill: {exc}", path=path,
+        raise SkillFileError(f"not a valid skill: {validation_summary(exc)}", path=path,
                              hint="names are lowercase letters, digits and single hyphens (<= 64 chars); "
                                   "descriptions are 1-1024 characters") from exc
 
