@@ -17,7 +17,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from pipeline.errors import UsageError
+from pipeline.errors import UsageError, no_space, not_writable
 from pipeline.library.store import SKILL_FILE, Library, atomic_write
 from pipeline.recall.text import lean
 
@@ -84,7 +84,22 @@ class ExportReport:
 
 
 def export(agent: str, project: Path | None, library: Path, *, dry_run: bool = False) -> ExportReport:
+    """Write ``library``'s approved skills into ``agent``'s skills folder (in ``project``, else the home folder).
+
+    A target that is full or may not be written is a one-line error naming it (exit 2), not a crash.
+    """
     target = skills_dir(agent, project)
+    try:
+        return _export(target, library, dry_run=dry_run)
+    except OSError as exc:
+        refused = no_space(exc, [target], advice="free some space or export elsewhere with --project DIR") \
+            or not_writable(exc, [target], advice="export elsewhere with --project DIR or make it writable")
+        if refused is None:
+            raise
+        raise refused from exc
+
+
+def _export(target: Path, library: Path, *, dry_run: bool) -> ExportReport:
     report = ExportReport(target=str(target), dry_run=dry_run)
     approved = {s.skill.name: s for s in Library(library).entries(on_error=lambda *_: None)
                 if s.skill.status == "approved"}
