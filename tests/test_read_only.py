@@ -214,13 +214,7 @@ def run_with_prefect_home(prefect_home: Path, tmp_path: Path) -> subprocess.Comp
     return run_process(["--library", str(tmp_path / "skills")], {"PREFECT_HOME": str(prefect_home)})
 
 
-PREFLIGHT = pytest.mark.xfail(strict=True, reason="needs the run's start-up checks (issue 15, pipeline/cli/run.py and "
-                                                   "execution/server.py): the server child exits with code 3 and the "
-                                                   "run says only that. Remove this mark with them.")
-
-
 @pytest.mark.slow
-@PREFLIGHT
 @pytest.mark.parametrize("how", ["read-only", "full"])
 def test_a_run_with_an_unwritable_prefect_home_is_one_line(how: str, tmp_path: Path, mounts: Mounts) -> None:
     prefect_home = tmp_path / "prefect-home"

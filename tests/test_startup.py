@@ -103,16 +103,16 @@ def test_an_unwritable_library_or_home_is_a_one_line_error_before_any_server(tmp
     library = read_only / "skills"
     done = skillmill(["run", str(SAMPLES), "--library", str(library), "--progress", "lines"], env)
     assert done.returncode == 2, done.stderr
-    assert done.stderr.startswith(f"Error: cannot write to the library (--library) {library} "
-                                  f"(cannot create it in {read_only}): "), done.stderr
-    assert "hint: pass --library DIR" in done.stderr and "Traceback" not in done.stderr
+    state = "is read-only" if os.geteuid() == 0 else "is not writable (permission denied)"
+    assert done.stderr == (f"Error: cannot create {library}: {read_only} {state}: point SKILLMILL_HOME/--library "
+                           "elsewhere or make it writable\n")
     no_server_was_started(home / "prefect", done.stderr)
 
     env["SKILLMILL_HOME"] = str(read_only / "home")
     done = skillmill(["run", str(SAMPLES), "--library", str(tmp_path / "skills"), "--progress", "lines"], env)
     assert done.returncode == 2, done.stderr
-    assert done.stderr.startswith(f"Error: cannot write to SKILLMILL_HOME {read_only / 'home'} "), done.stderr
-    assert "hint: set SKILLMILL_HOME to a folder you can write" in done.stderr
+    assert done.stderr.startswith(f"Error: cannot create {read_only / 'home'}: {read_only} {state}: "), done.stderr
+    assert len(done.stderr.splitlines()) == 1, done.stderr
     no_server_was_started(read_only / "home" / "prefect", done.stderr)
 
     env["SKILLMILL_HOME"] = str(home)

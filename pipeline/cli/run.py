@@ -99,20 +99,17 @@ def _preflight(paths: tuple[str, ...], library: str | None, task_runner: str | N
     from pathlib import Path
 
     from pipeline import config, settings
+    from pipeline.errors import PREFECT_ADVICE
     from pipeline.execution.preflight import writable
     from pipeline.ingest import iter_files
 
     next(iter(iter_files(paths)), None)  # a path that does not exist is a usage error
     cfg = config.load({"library": library, "run.task_runner": task_runner, "run.dask_address": dask_address,
                        "run.concurrency": concurrency})  # so is a bad value
-    writable(settings.home(), "SKILLMILL_HOME", "set SKILLMILL_HOME to a folder you can write (state, logs and the "
-                                                "run lock live there), or make it writable")
-    where = "--library" if library else cfg.source_of("library") if cfg.library else "$SKILLMILL_HOME/skills"
-    writable(Path(cfg.library).expanduser() if cfg.library else settings.library_dir(), f"the library ({where})",
-             "pass --library DIR (or set SKILLMILL_LIBRARY, or `library` in the config) to a folder you can write, "
-             "or make it writable")
-    writable(settings.prefect_home(), "PREFECT_HOME", "set PREFECT_HOME to a folder you can write (Prefect's "
-                                                      "database lives there), or make it writable")
+    writable(settings.home(), "SKILLMILL_HOME")
+    writable(Path(cfg.library).expanduser() if cfg.library else settings.library_dir(), "the library")
+    writable(settings.prefect_home(), "PREFECT_HOME", advice=PREFECT_ADVICE,
+             space_advice="free some space or point PREFECT_HOME elsewhere")
     settings.ensure_prefect_home()
     return cfg
 
