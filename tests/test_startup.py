@@ -246,3 +246,63 @@ def test_a_users_own_prefect_api_url_wins_without_importing_prefect(tmp_path: Pa
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env, cwd=tmp_path,
                           check=True)
     assert json.loads(done.stdout)[:3] == [None, "", False]
+
+
+PROBE_FIRST_LINE = """
+import os, sys, click
+from pipeline.cli import main
+
+def echo(message=None, *args, **kwargs):
+    # the run's first line, and whether Prefect (~2 s to import) was loaded before it
+    print(repr(message), "prefect" in sys.modules, flush=True)
+    os._exit(0)
+
+click.echo = echo
+main(sys.argv[1:])
+"""
+
+
+@pytest.mark.parametrize("server", ["temporary", "configured"])
+def test_the_first_line_comes_before_prefect_is_imported(server: str, tmp_path: Path) -> None:
+    """What makes the first line fast: it is said before the run imports Prefect (or the flow)."""
+    extra = ({"SKILLMILL_SERVER_IDLE_MINUTES": "0"} if server == "temporary"  # its server dies with the probe
+             else {"PREFECT_API_URL": "http://127.0.0.1:9/api"})
+    done = subprocess.run([sys.executable, "-c", PROBE_FIRST_LINE, "run", str(SAMPLES), "--progress", "lines"],
+                          capture_output=True, text=True, env=user_env(tmp_path, **extra), cwd=ROOT, timeout=120)
+    said = {"temporary": "'skillmill: starting a temporary Prefect server for this run ...'",
+            "configured": "'skillmill: using the Prefect server at http://127.0.0.1:9/api (PREFECT_API_URL)'"}
+    assert done.stdout == f"{said[server]} False\n", done.stderr
+
+
+@pytest.mark.slow
+def test_a_run_with_the_users_prefect_api_url_uses_that_server_and_starts_none(
+        tmp_path: Path, prefect_server: None) -> None:
+    from prefect.settings import PREFECT_API_URL
+
+    url = str(PREFECT_API_URL.value())
+    env = user_env(tmp_path, PREFECT_API_URL=url, SKILLMILL_SERVER_IDLE_MINUTES="5")
+    done = skillmill(["run", str(SAMPLES / "aider"), "--library", str(tmp_path / "skills"), "--json",
+                      "--progress", "lines"], env)
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.splitlines()[0] == f"skillmill: using the Prefect server at {url} (PREFECT_API_URL)"
+    summary = summary_of(done.stdout)
+    assert (summary["server"], summary["server_s"]) == ("configured", 0)
+    assert f"Took {summary['duration_s']:.1f} s (Prefect server from PREFECT_API_URL; " in done.stdout
+    prefect_home = tmp_path / "home" / "prefect"  # no server of ours: no database, no state file
+    assert not (prefect_home / "prefect.db").exists() and shared_server.read_state(prefect_home) is None
+    assert processes_of(tmp_path / "home") == []
+
+
+def test_prefect_home_is_under_skillmill_home_unless_the_user_set_it(tmp_path: Path) -> None:
+    """Where Prefect itself (its settings, once imported) puts its database and files."""
+    probe = ("from pipeline.execution.prefect_env import prepare; prepare()\n"
+             "from prefect.settings import PREFECT_HOME; print(PREFECT_HOME.value())")
+    env = user_env(tmp_path)
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env, cwd=tmp_path,
+                          check=True)
+    assert done.stdout.strip() == str(tmp_path / "home" / "prefect")
+    assert (tmp_path / "home" / "prefect").is_dir() and not (tmp_path / "user" / ".prefect").exists()
+    env["PREFECT_HOME"] = str(tmp_path / "mine")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env, cwd=tmp_path,
+                          check=True)
+    assert done.stdout.strip() == str(tmp_path / "mine")
