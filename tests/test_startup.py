@@ -306,3 +306,20 @@ def test_prefect_home_is_under_skillmill_home_unless_the_user_set_it(tmp_path: P
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env, cwd=tmp_path,
                           check=True)
     assert done.stdout.strip() == str(tmp_path / "mine")
+
+
+def test_a_folder_path_through_a_file_is_refused_before_any_server(tmp_path: Path) -> None:
+    """Not a permission problem, so not "read-only": which path, what is in the way, how to choose another."""
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("a file where a folder should be\n")
+    env = user_env(tmp_path)
+    done = skillmill(["run", str(SAMPLES), "--library", str(blocker / "skills"), "--progress", "lines"], env)
+    assert (done.returncode, done.stderr.splitlines()) == (2, [
+        f"Error: the library {blocker / 'skills'} cannot be created: {blocker} is not a folder",
+        "  hint: pass --library DIR (or set SKILLMILL_LIBRARY) with a folder you can write"])
+    no_server_was_started(tmp_path / "home" / "prefect", done.stderr)
+    env["PREFECT_HOME"] = str(blocker / "prefect")
+    done = skillmill(["run", str(SAMPLES), "--library", str(tmp_path / "skills"), "--progress", "lines"], env)
+    assert (done.returncode, done.stderr.splitlines()) == (2, [
+        f"Error: PREFECT_HOME {blocker / 'prefect'} cannot be created: {blocker} is not a folder",
+        "  hint: set PREFECT_HOME to a folder you can write"])

@@ -106,10 +106,12 @@ def _preflight(paths: tuple[str, ...], library: str | None, task_runner: str | N
     next(iter(iter_files(paths)), None)  # a path that does not exist is a usage error
     cfg = config.load({"library": library, "run.task_runner": task_runner, "run.dask_address": dask_address,
                        "run.concurrency": concurrency})  # so is a bad value
-    writable(settings.home(), "SKILLMILL_HOME")
-    writable(Path(cfg.library).expanduser() if cfg.library else settings.library_dir(), "the library")
+    writable(settings.home(), "SKILLMILL_HOME", elsewhere="set SKILLMILL_HOME to a folder you can write")
+    writable(Path(cfg.library).expanduser() if cfg.library else settings.library_dir(), "the library",
+             elsewhere="pass --library DIR (or set SKILLMILL_LIBRARY) with a folder you can write")
     writable(settings.prefect_home(), "PREFECT_HOME", advice=PREFECT_ADVICE,
-             space_advice="free some space or point PREFECT_HOME elsewhere")
+             space_advice="free some space or point PREFECT_HOME elsewhere",
+             elsewhere="set PREFECT_HOME to a folder you can write")
     settings.ensure_prefect_home()
     return cfg
 

@@ -11,6 +11,7 @@ naming it and what to do, exit 2.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import tempfile
@@ -22,12 +23,14 @@ from pipeline.errors import NoSpace, UsageError, not_writable
 PROBE_BYTES = 4096
 
 
-def writable(folder: Path, what: str, *, advice: str | None = None, space_advice: str | None = None) -> None:
+def writable(folder: Path, what: str, *, advice: str | None = None, space_advice: str | None = None,
+             elsewhere: str | None = None) -> None:
     """Raise (exit 2) unless a file with data can be written in ``folder`` (or where it will be made).
 
     Tried by creating, filling, syncing and removing a small file, not from permission bits: root
     ignores those, and a read-only mount or a full disk do not show in them. ``advice`` and
-    ``space_advice`` replace the default what-to-do (which names SKILLMILL_HOME/--library).
+    ``space_advice`` replace the default what-to-do (which names SKILLMILL_HOME/--library);
+    ``elsewhere`` says how to choose another folder, the hint when the path is not a folder at all.
     """
     folder = Path(folder).expanduser()
     probe = folder
@@ -35,7 +38,7 @@ def writable(folder: Path, what: str, *, advice: str | None = None, space_advice
         probe = probe.parent  # the nearest folder that exists: the run creates the rest
     if not probe.is_dir():
         where = "is not a folder" if probe == folder else f"cannot be created: {probe} is not a folder"
-        raise UsageError(f"{what} {folder} {where}", hint=advice)
+        raise UsageError(f"{what} {folder} {where}", hint=elsewhere)
     name = None
     try:
         fd, name = tempfile.mkstemp(prefix=".skillmill-write-check.", dir=probe)
@@ -52,10 +55,8 @@ def writable(folder: Path, what: str, *, advice: str | None = None, space_advice
             raise refused from None
         reason = exc.strerror or type(exc).__name__
         where = "" if probe == folder else f" (cannot create it in {probe})"
-        raise UsageError(f"cannot write to {what} {folder}{where}: {reason}", hint=advice) from None
+        raise UsageError(f"cannot write to {what} {folder}{where}: {reason}", hint=elsewhere) from None
     finally:
         if name is not None:
-            try:
+            with contextlib.suppress(OSError):
                 os.unlink(name)
-            except OSError:
-                pass
