@@ -4,7 +4,7 @@ or "internal error".
 Every folder skillmill writes, read-only and full, through the real commands that write it: the
 home (state database, recall index, feedback journal), the library (skills, _history, _audit.jsonl,
 its lock), the logs (the traceback file of an internal error), an export's target (an agent's
-skills folder) and PREFECT_HOME (the run's temporary Prefect server). Read-only is a read-only
+skills folder) and PREFECT_HOME (where the run's Prefect server keeps its database). Read-only is a read-only
 mount, full a small filled tmpfs (``tests/mounts.py``); without root the tests skip and say why.
 """
 
