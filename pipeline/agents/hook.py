@@ -20,6 +20,7 @@ from pathlib import Path
 from pipeline import settings
 from pipeline.recall.folders import repo_of
 from pipeline.recall.search import clip_task
+from pipeline.scan import marks, stale
 
 TYPE_CHECKING = False  # as typing.TYPE_CHECKING, without importing typing at every prompt
 if TYPE_CHECKING:
@@ -82,6 +83,7 @@ def respond(payload: dict[str, Any], agent: str, *, budget: int = DEFAULT_BUDGET
         query, filters, strict_repo = f"working in {name} repository {name}", {"repo": repo, "agent": agent}, True
     else:
         return None
+    stale.at_hook(cwd, repo)  # approved skills this checkout contradicts are marked, and not pushed below
     if not settings.recall_index_path().exists():
         return None
     with RecallIndex(slow_embedders=False) as index:
@@ -90,7 +92,7 @@ def respond(payload: dict[str, Any], agent: str, *, budget: int = DEFAULT_BUDGET
             bound = {r["path"] for r in index.get_many([h.path for h in hits]) if r["repo"]}
             hits = [h for h in hits if h.path in bound]
     seen = _load_seen(session)
-    fresh = [h for h in hits[:limit] if h.path not in seen]
+    fresh = [h for h in hits[:limit] if h.path not in seen and not marks.of_path(h.path)]
     if not fresh:
         return None
     packed = pack(query, fresh, budget)

@@ -146,10 +146,34 @@ def list_command(as_json: bool, repo: str | None, kinds: tuple[str, ...], min_co
     found = items(lib, filters, on_error=lambda path, exc: errors.append(f"{path}: {exc.message}"))
     for error in errors:
         click.secho(f"  ! unreadable skill skipped: {visible(error)}", err=True, fg="yellow")
+    stale = _stale(lib, filters)
     if as_json:
-        emit_json([i.contract() for i in found])
+        emit_json([s.contract() for s in stale] + [i.contract() for i in found])
         return
+    _print_stale(stale)
     _print_list(lib, found, filters)
+
+
+def _stale(lib: Any, filters: Any) -> list[Any]:
+    """Approved skills that fell behind their checkout: listed first, whatever else waits."""
+    if not {"approved", "candidate", "proposed"} & set(filters.statuses) or filters.kinds or filters.flagged:
+        return []
+    from pipeline.review.staleness import stale
+
+    return stale(lib, filters.repo)
+
+
+def _print_stale(stale: list[Any]) -> None:
+    if not stale:
+        return
+    click.secho(f"{len(stale)} approved skill{'s' if len(stale) != 1 else ''} STALE (no longer fit the checkout; "
+                "nothing was changed: edit, deprecate or approve the proposed change):", fg="red", bold=True)
+    for s in stale:
+        offer = "  -> a proposed change waits: skillmill review show " + s.name if s.proposal else ""
+        click.echo(visible(f"  {s.name}  (checked {s.checked} in {s.checkout}){offer}"))
+        for reason in s.reasons:
+            click.echo(visible(f"    - {reason.get('text', '')}"))
+    click.echo()
 
 
 def _print_list(lib: Any, found: list[Any], filters: Any) -> None:

@@ -56,16 +56,19 @@ def save(library: Path | str, marks: dict[str, dict]) -> None:
     _CACHE.pop(str(folder / MARKS_FILE), None)
 
 
-def of_path(skill_file: str) -> dict | None:
-    """The mark of an approved skill given its ``<library>/<name>/SKILL.md`` path, if it has one."""
-    folder = Path(skill_file).parent
+def of_path(skill: str) -> dict | None:
+    """The mark of an approved skill given its folder ``<library>/<name>`` (as the recall index keeps it)
+    or its ``SKILL.md``, if it has one."""
+    folder = Path(skill)
+    if folder.name == "SKILL.md":
+        folder = folder.parent
     mark = load(folder.parent).get(folder.name)
     return mark if mark and mark.get("reasons") else None
 
 
-def prior(skill_file: str) -> float:
+def prior(skill: str) -> float:
     """Recall's factor for one skill: :data:`STALE_PRIOR` when it is marked stale, else 1."""
-    return STALE_PRIOR if of_path(skill_file) is not None else 1.0
+    return STALE_PRIOR if of_path(skill) is not None else 1.0
 
 
 def demote(hits: list) -> list:

@@ -249,3 +249,28 @@ def refresh(library: Path | str, root: Path | str, repo: str | None, *, by: str,
     if changed:
         marks.save(library, current)
     return found
+
+
+def checkout_root(cwd: str | Path) -> Path:
+    """The checkout ``cwd`` is in: the nearest folder up with ``.git``, else ``cwd`` itself."""
+    here = Path(cwd)
+    for folder in (here, *here.parents):
+        if (folder / ".git").exists():
+            return folder
+    return here
+
+
+def at_hook(cwd: str | Path, repo: str | None) -> None:
+    """The hook's check: the approved skills of the repository the agent works in, against its checkout.
+
+    Never raises (the hook must not get in the agent's way); cheap (only files named by approved
+    skills of this repository are looked at).
+    """
+    if not repo:
+        return
+    try:
+        from pipeline import settings
+
+        refresh(settings.library_dir(), checkout_root(cwd), repo, by="hook")
+    except Exception:  # noqa: BLE001 - a hook prints nothing rather than fail
+        return
