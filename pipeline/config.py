@@ -26,6 +26,9 @@ stages add their fields here, in one place.
     task_runner = "dask"                     # "thread" (default) or "dask"
     dask_address = "tcp://scheduler:8786"    # unset: a LocalCluster on this machine
     concurrency = 4                          # distillation tasks in flight at once
+
+    [scan]
+    enabled = true                           # `skillmill run` scans the checkouts its sessions ran in (default false)
 """
 
 from __future__ import annotations
@@ -122,6 +125,13 @@ class RunConfig(_Section):
     concurrency: int = Field(4, ge=1, description="Distillation tasks running at once (threads or Dask workers).")
 
 
+class ScanConfig(_Section):
+    """``skillmill run`` scanning the checkouts its sessions ran in (``pipeline/scan``)."""
+
+    enabled: bool = Field(False, description="Scan each checkout the run's sessions ran in that exists on this "
+                                             "machine: update its working-in-<repo> manual, mark stale skills.")
+
+
 class Config(_Section):
     library: str | None = None
     sources: SourcesConfig = Field(default_factory=SourcesConfig)
@@ -130,6 +140,7 @@ class Config(_Section):
     recall: RecallConfig = Field(default_factory=RecallConfig)
     schedule: ScheduleConfig = Field(default_factory=ScheduleConfig)
     run: RunConfig = Field(default_factory=RunConfig)
+    scan: ScanConfig = Field(default_factory=ScanConfig)
     #: dotted key -> "default" | "file <path>" | "env <NAME>" | "flag"
     origin: dict[str, str] = Field(default_factory=dict, exclude=True)
 

@@ -23,7 +23,7 @@ from pipeline.scan.reader import PURPOSES, Finding, Scan, normal
 LABEL = {"install": "Set up", "build": "Build", "test": "Tests", "one-test": "One test", "lint": "Lint",
          "format": "Format", "type-check": "Type-check", "run": "Run", "docs": "Docs"}
 #: Commands listed per purpose: the most authoritative first (what CI runs, then the docs, then task runners).
-PER_PURPOSE = {"install": 2}
+PER_PURPOSE = {"install": 2, "build": 2}
 MAX_CITES = 3
 _ORIGIN = {"ci": "CI", "instructions": "the instruction files", "docs": "the docs", "make": "the Makefile",
            "just": "the justfile", "tox": "tox.ini", "nox": "noxfile.py", "npm": "package.json",
