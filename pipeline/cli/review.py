@@ -322,6 +322,12 @@ def _print_show(item: Any, excerpts: Any, diff: Any, lines: int) -> None:
             say(f"     ┊ {step.trajectory[:12]} {step.label}", fg="cyan")
             for line in step.body(lines):
                 say(f"     ┊   {line}", dim=True)
+        from pipeline.library.model import is_file_ref
+
+        files = [f"{e.trajectory}:{','.join(map(str, e.steps))}" for e in ev if is_file_ref(e.trajectory)]
+        if files:  # what a scan read it from: the checkout's file and line
+            say(f"     ┊ from the checkout: {', '.join(files)}", fg="cyan")
+        ev = [e for e in ev if not is_file_ref(e.trajectory)]
         missing = [m for m in (f"{e.trajectory}:{i}" for e in ev for i in e.steps)
                    if tuple((m.split(":")[0], int(m.split(":")[1]))) not in excerpts.steps]
         if missing and not excerpts.note:
