@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import sys
 import threading
 import time
 from pathlib import Path
 
 from pipeline import settings
+from pipeline.recall import usage
 from pipeline.recall.folders import repo_of
 from pipeline.recall.search import clip_task
 from pipeline.scan import marks, stale
@@ -35,8 +35,7 @@ MAX_STDIN = 1_000_000
 
 
 def _seen_file(session: str) -> Path:
-    safe = re.sub(r"[^\w.-]", "_", session)[:100] or "default"
-    return settings.home() / "hooks" / f"{safe}.json"
+    return settings.home() / "hooks" / f"{usage.session_key(session)}.json"
 
 
 def _load_seen(session: str | None) -> set[str]:
@@ -97,6 +96,7 @@ def respond(payload: dict[str, Any], agent: str, *, budget: int = DEFAULT_BUDGET
         return None
     packed = pack(query, fresh, budget)
     _save_seen(session, seen | {h.path for h in packed.hits})
+    usage.record([(h.name, h.path) for h in packed.hits], "hook", usage.session_key(session) if session else None)
     context = "Skills from this team's library that fit the task (skillmill). Read a skill's SKILL.md " \
               "before relying on it.\n\n" + packed.markdown()
     return json.dumps({"hookSpecificOutput": {"hookEventName": event, "additionalContext": context}})
