@@ -29,6 +29,9 @@ stages add their fields here, in one place.
 
     [scan]
     enabled = true                           # `skillmill run` scans the checkouts its sessions ran in (default false)
+
+    [review]
+    deprecate_after_days = 90                # approved skills unserved (or mostly unhelpful) this long: proposed
 """
 
 from __future__ import annotations
@@ -132,6 +135,14 @@ class ScanConfig(_Section):
                                              "machine: update its working-in-<repo> manual, mark stale skills.")
 
 
+class ReviewConfig(_Section):
+    """What ``review list`` proposes besides the queue (``pipeline/review/unused.py``)."""
+
+    deprecate_after_days: float = Field(
+        90.0, gt=0, description="An approved skill no agent was given, or agents mostly found unhelpful, in this "
+                                "many days is proposed for deprecation (never one approved more recently).")
+
+
 class Config(_Section):
     library: str | None = None
     sources: SourcesConfig = Field(default_factory=SourcesConfig)
@@ -141,6 +152,7 @@ class Config(_Section):
     schedule: ScheduleConfig = Field(default_factory=ScheduleConfig)
     run: RunConfig = Field(default_factory=RunConfig)
     scan: ScanConfig = Field(default_factory=ScanConfig)
+    review: ReviewConfig = Field(default_factory=ReviewConfig)
     #: dotted key -> "default" | "file <path>" | "env <NAME>" | "flag"
     origin: dict[str, str] = Field(default_factory=dict, exclude=True)
 

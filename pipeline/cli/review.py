@@ -147,10 +147,12 @@ def list_command(as_json: bool, repo: str | None, kinds: tuple[str, ...], min_co
     for error in errors:
         click.secho(f"  ! unreadable skill skipped: {visible(error)}", err=True, fg="yellow")
     stale = _stale(lib, filters)
+    unused = _unused(lib, filters)
     if as_json:
-        emit_json([s.contract() for s in stale] + [i.contract() for i in found])
+        emit_json([s.contract() for s in stale] + [u.contract() for u in unused] + [i.contract() for i in found])
         return
     _print_stale(stale)
+    _print_unused(unused)
     _print_list(lib, found, filters)
 
 
@@ -161,6 +163,35 @@ def _stale(lib: Any, filters: Any) -> list[Any]:
     from pipeline.review.staleness import stale
 
     return stale(lib, filters.repo)
+
+
+def _unused(lib: Any, filters: Any) -> list[Any]:
+    """Approved skills unserved or mostly unhelpful for ``[review] deprecate_after_days``: after the stale ones."""
+    if not {"approved", "candidate", "proposed"} & set(filters.statuses) or filters.kinds or filters.flagged:
+        return []
+    from pipeline import config
+    from pipeline.review.unused import proposals
+
+    return proposals(lib, config.load({}).review.deprecate_after_days, repo=filters.repo)
+
+
+def _print_unused(unused: list[Any]) -> None:
+    if not unused:
+        return
+    from pipeline.review.unused import span
+
+    click.secho(f"{len(unused)} approved skill{'s' if len(unused) != 1 else ''} proposed for DEPRECATION (not "
+                f"served, or mostly unhelpful, in the last {span(unused[0].days)}; nothing was changed):",
+                fg="yellow", bold=True)
+    for u in unused:
+        last = f"last {u.last_served:%Y-%m-%d}" if u.last_served else "never"
+        click.echo(visible(f"  {u.name}  (approved since {u.approved_since:%Y-%m-%d}; served {u.served} "
+                           f"time{'s' if u.served != 1 else ''}, {last}; feedback {u.helpful} helpful, "
+                           f"{u.unhelpful} unhelpful)"))
+        for reason in u.reasons:
+            click.echo(visible(f"    - {reason}"))
+        click.echo(visible(f"    to retire it: {u.command}"))
+    click.echo()
 
 
 def _print_stale(stale: list[Any]) -> None:
