@@ -113,6 +113,9 @@ def nightly(paths: list[str], library: str | None = None, defer_minutes: float |
             results = _distill(todo, cfg.run, bar, summary, failed)
         with progress.stage("write", len(results)) as bar:
             stages.write(state, lib, results, summary, advance=bar.advance)
+        if cfg.scan.enabled:  # the checkouts the sessions ran in: manuals kept current, stale skills marked
+            with progress.stage("scan", None):
+                stages.scan_checkouts(state, lib, trajectories, summary)
         with progress.stage("index", None):
             stages.index(state, lib, summary)
         stages.save_watermarks(state, readings, failed)

@@ -27,6 +27,12 @@ stages add their fields here, in one place.
     dask_address = "tcp://scheduler:8786"    # unset: a LocalCluster on this machine
     concurrency = 4                          # distillation tasks in flight at once
     server_idle_minutes = 10                 # the local Prefect server outlives a run this long; 0: one per run
+
+    [scan]
+    enabled = true                           # `skillmill run` scans the checkouts its sessions ran in (default false)
+
+    [review]
+    deprecate_after_days = 90                # approved skills unserved (or mostly unhelpful) this long: proposed
 """
 
 from __future__ import annotations
@@ -127,6 +133,21 @@ class RunConfig(_Section):
                                 "per run, stopped with it.")
 
 
+class ScanConfig(_Section):
+    """``skillmill run`` scanning the checkouts its sessions ran in (``pipeline/scan``)."""
+
+    enabled: bool = Field(False, description="Scan each checkout the run's sessions ran in that exists on this "
+                                             "machine: update its working-in-<repo> manual, mark stale skills.")
+
+
+class ReviewConfig(_Section):
+    """What ``review list`` proposes besides the queue (``pipeline/review/unused.py``)."""
+
+    deprecate_after_days: float = Field(
+        90.0, gt=0, description="An approved skill no agent was given, or agents mostly found unhelpful, in this "
+                                "many days is proposed for deprecation (never one approved more recently).")
+
+
 class Config(_Section):
     library: str | None = None
     sources: SourcesConfig = Field(default_factory=SourcesConfig)
@@ -135,6 +156,8 @@ class Config(_Section):
     recall: RecallConfig = Field(default_factory=RecallConfig)
     schedule: ScheduleConfig = Field(default_factory=ScheduleConfig)
     run: RunConfig = Field(default_factory=RunConfig)
+    scan: ScanConfig = Field(default_factory=ScanConfig)
+    review: ReviewConfig = Field(default_factory=ReviewConfig)
     #: dotted key -> "default" | "file <path>" | "env <NAME>" | "flag"
     origin: dict[str, str] = Field(default_factory=dict, exclude=True)
 

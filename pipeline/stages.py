@@ -27,6 +27,7 @@ from pipeline.library.model import Skill
 from pipeline.library.store import Library, SaveResult
 from pipeline.recall import pending as recall_pending
 from pipeline.recall.service import refresh
+from pipeline.scan.manual import carry as carry_scan
 from pipeline.summary import NothingReusable, Reopened, RunError, RunSummary, Withdrawn
 from pipeline.trajectory import Trajectory
 
@@ -349,6 +350,8 @@ def consolidate_repos(state: StateDB, library: Library, repos: Iterable[str], ou
     for skill in drafts:
         if skill is None:
             continue
+        if skill.kind == "repo":  # what the last scan of the checkout wrote stays in the manual
+            skill = carry_scan(skill, _stored(library, skill.name))
         try:
             name, saved = save_skill(library, flag(skill), reopened=outcome.reopened)
         except SkillFileError as exc:
@@ -357,6 +360,40 @@ def consolidate_repos(state: StateDB, library: Library, repos: Iterable[str], ou
                                            "repository writes it again"))
             continue
         outcome.results[name] = saved
+
+
+def _stored(library: Library, name: str) -> Skill | None:
+    try:
+        found = library.get(name)
+    except SkillFileError:
+        return None
+    return found.skill if found else None
+
+
+def scan_checkouts(state: StateDB, library: Library, trajectories: Iterable[Trajectory], summary: RunSummary) -> int:
+    """``[scan] enabled``: scan each checkout the sessions ran in that is on this machine (``pipeline/scan``):
+    its manual is updated and its approved skills checked, with the sessions' facts as evidence."""
+    from pipeline.scan.reader import ScanError
+    from pipeline.scan.service import scan_checkout
+    from pipeline.scan.stale import checkout_root
+
+    roots: dict[Path, str | None] = {}
+    for t in trajectories:
+        if t.cwd and Path(t.cwd).is_dir():
+            roots.setdefault(checkout_root(t.cwd), t.repo)
+    for root, repo in sorted(roots.items(), key=lambda kv: str(kv[0])):
+        try:
+            outcome = scan_checkout(root, library, facts=state.facts(repo) if repo else [], by="run")
+        except (ScanError, SkillFileError, OSError) as exc:
+            summary.errors.append(RunError(path=str(root), reason=f"scan failed: {exc}"))
+            continue
+        if outcome.result in ("created", "updated", "proposed") and outcome.manual:
+            summary.written.append(outcome.manual)
+            if outcome.result == "created":
+                summary.skills.proposed += 1
+            else:
+                summary.skills.updated += 1
+    return len(roots)
 
 
 def _unreadable(exc: SkillFileError) -> RunError:

@@ -11,15 +11,16 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import sys
 import threading
 import time
 from pathlib import Path
 
 from pipeline import settings
+from pipeline.recall import usage
 from pipeline.recall.folders import repo_of
 from pipeline.recall.search import clip_task
+from pipeline.scan import marks, stale
 
 TYPE_CHECKING = False  # as typing.TYPE_CHECKING, without importing typing at every prompt
 if TYPE_CHECKING:
@@ -34,8 +35,7 @@ MAX_STDIN = 1_000_000
 
 
 def _seen_file(session: str) -> Path:
-    safe = re.sub(r"[^\w.-]", "_", session)[:100] or "default"
-    return settings.home() / "hooks" / f"{safe}.json"
+    return settings.home() / "hooks" / f"{usage.session_key(session)}.json"
 
 
 def _load_seen(session: str | None) -> set[str]:
@@ -82,6 +82,7 @@ def respond(payload: dict[str, Any], agent: str, *, budget: int = DEFAULT_BUDGET
         query, filters, strict_repo = f"working in {name} repository {name}", {"repo": repo, "agent": agent}, True
     else:
         return None
+    stale.at_hook(cwd, repo)  # approved skills this checkout contradicts are marked, and not pushed below
     if not settings.recall_index_path().exists():
         return None
     with RecallIndex(slow_embedders=False) as index:
@@ -90,11 +91,12 @@ def respond(payload: dict[str, Any], agent: str, *, budget: int = DEFAULT_BUDGET
             bound = {r["path"] for r in index.get_many([h.path for h in hits]) if r["repo"]}
             hits = [h for h in hits if h.path in bound]
     seen = _load_seen(session)
-    fresh = [h for h in hits[:limit] if h.path not in seen]
+    fresh = [h for h in hits[:limit] if h.path not in seen and not marks.of_path(h.path)]
     if not fresh:
         return None
     packed = pack(query, fresh, budget)
     _save_seen(session, seen | {h.path for h in packed.hits})
+    usage.record([(h.name, h.path) for h in packed.hits], "hook", usage.session_key(session) if session else None)
     context = "Skills from this team's library that fit the task (skillmill). Read a skill's SKILL.md " \
               "before relying on it.\n\n" + packed.markdown()
     return json.dumps({"hookSpecificOutput": {"hookEventName": event, "additionalContext": context}})

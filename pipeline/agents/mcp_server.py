@@ -54,7 +54,7 @@ def build_server() -> Any:
 
     from pipeline import __version__
     from pipeline.errors import SkillmillError
-    from pipeline.recall import feedback, pack
+    from pipeline.recall import feedback, pack, usage
     from pipeline.recall.brief import skill_body
     from pipeline.recall.search import clip_task
     from pipeline.recall.text import lean
@@ -74,7 +74,9 @@ def build_server() -> Any:
         (name, when to use it and path of each; full text of the best ones that fit)."""
         task = clip_task(task)  # as the hook does: a pasted 20 MB log took half a minute
         hits = _open().search(task, limit=5)
-        return pack(task, hits, max(1, int(budget))).markdown()
+        packed = pack(task, hits, max(1, int(budget)))
+        usage.record([(h.name, h.path) for h in packed.hits], "mcp")
+        return packed.markdown()
 
     @server.tool()
     def get_skill(name: str) -> str:
@@ -87,6 +89,7 @@ def build_server() -> Any:
             text = lean((Path(best["path"]) / "SKILL.md").read_text(encoding="utf-8"))
         except OSError:
             text = skill_body(best["path"]) or best["description"]
+        usage.record([(best["name"], best["path"])], "mcp")
         others = "".join(f"\n(another skill of this name: {f['path']})" for f in found[1:])
         return f"<!-- {best['path']}/SKILL.md -->\n{text}{others}"
 

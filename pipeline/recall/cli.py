@@ -72,6 +72,9 @@ def run(task: str | None, *, as_json: bool, limit: int, budget: int, include_can
     with RecallIndex() as index:
         hits = index.search(task, limit=limit, include_candidates=include_candidates, **filters)
         packed = pack(task, hits, budget)
+    from pipeline.recall import usage
+
+    usage.record([(h.name, h.path) for h in packed.hits if h.status == "approved"], "cli")
     if as_json:
         _emit(packed.contract())
     else:

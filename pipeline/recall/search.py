@@ -26,6 +26,7 @@ from pipeline import settings
 from pipeline.errors import IndexError_
 from pipeline.recall import lexical, pending, serving
 from pipeline.recall.text import canonical_agent, canonical_language, keywords, repo_matches
+from pipeline.scan.marks import prior as stale_prior
 
 TYPE_CHECKING = False  # as typing.TYPE_CHECKING, without importing typing on the hook path
 if TYPE_CHECKING:
@@ -207,7 +208,7 @@ class RecallIndex:
             row = rows.get(doc)
             if row is None or row["status"] not in statuses or not filters.keep(row):
                 continue
-            prior = row["prior"] * STATUS_PRIOR.get(row["status"], 1.0)
+            prior = row["prior"] * STATUS_PRIOR.get(row["status"], 1.0) * stale_prior(row["path"])
             ranked.append((value * prior, row))
         ranked.sort(key=lambda x: (-x[0], x[1]["name"], x[1]["path"]))
         hits: list[Hit] = []
