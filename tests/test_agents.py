@@ -300,3 +300,32 @@ def test_feedback_cli_records_and_lists_worst_first() -> None:
     rows = [json.loads(line) for line in out.splitlines()]
     assert [r["skill"] for r in rows] == ["git-commit", "ruff-recursive-fix"]
     assert rows[0]["verdicts"] == {"stale": 1} and rows[0]["last_note"] == "uses the old footer"
+
+
+def test_export_gives_a_project_its_own_repositorys_skills_and_decisions_update_every_copy(tmp_path: Path) -> None:
+    from pipeline.review.decisions import Review
+    from tests.test_skill_file import sample_skills
+
+    library = Library(tmp_path / "lib")
+    django, flask = (s.model_copy(update={"status": "approved"}) for s in sample_skills()[:2])
+    general = flask.model_copy(update={"name": "tidy-commits", "repo": None})
+    for skill in (django, flask, general):
+        library.save(skill)
+    project = tmp_path / "django-checkout"
+    (project / ".git").mkdir(parents=True)
+    (project / ".git" / "config").write_text('[remote "origin"]\n\turl = https://github.com/django/django.git\n')
+    args = ["export", "--agent", "claude-code", "--project", str(project), "--library", str(library.root), "--json"]
+    report = json.loads(cli(*args)[1])
+    assert report["repo"] == "django/django" and report["created"] == ["tidy-commits", "working-in-django"]
+    folder = project / ".claude" / "skills"
+    assert sorted(p.name for p in folder.iterdir()) == ["tidy-commits", "working-in-django"]
+    assert json.loads(cli(*args[:-1], "--repo", "pallets/flask", "--dry-run", "--json")[1])["created"] == [
+        "working-in-flask"]
+    everything = json.loads(cli("export", "--agent", "codex", "--project", str(project), "--library",
+                                str(library.root), "--all-repos", "--json")[1])
+    assert len(everything["created"]) == 3
+    # A review decision reaches every exported copy at once, not at the next manual export.
+    Review(library, "tester").deprecate("tidy-commits", "superseded by the team's commit guide")
+    assert not (folder / "tidy-commits").exists() and (folder / "working-in-django").is_dir()
+    assert not (project / ".agents" / "skills" / "tidy-commits").exists()
+    assert (project / ".agents" / "skills" / "working-in-flask").is_dir()
