@@ -53,6 +53,10 @@ def isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("SKILLMILL_HOME", str(home))
     monkeypatch.delenv("SKILLMILL_LIBRARY", raising=False)
     monkeypatch.delenv("SKILLMILL_MODEL", raising=False)
+    # No semantic channel unless a test asks for one: embedding every indexed skill with the default
+    # model (when installed) would cost seconds per test, and no hook may start a recall server.
+    monkeypatch.setenv("SKILLMILL_EMBEDDER", "none")
+    monkeypatch.setenv("SKILLMILL_RECALL_SERVER", "0")
     return home
 
 

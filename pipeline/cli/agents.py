@@ -87,5 +87,29 @@ def export_command(agent: str, project: str | None, library: str | None, repo: s
     click.echo(report.describe())
 
 
+@click.command("recall-server")
+@click.option("--idle", type=click.FloatRange(min=1), metavar="SECONDS",
+              help="Exit after this long without a question.  [default: never]")
+def recall_server_command(idle: float | None) -> None:
+    """Keep recall warm for the hooks: answer their questions on $SKILLMILL_HOME/recall.sock.
+
+    The per-prompt hook cannot load an embedding model in the time a hook call may take; this
+    process holds it (the MCP server does the same while a session is open, and the hook starts
+    one with --idle when none answers). Exits at once when another process serves the socket.
+    """
+    from pipeline.recall import daemon
+
+    server = daemon.Server(idle=idle)
+    if not server.bind():
+        click.echo(f"Another process already answers on {server.path}.", err=True)
+        return
+    click.echo(f"Answering recall questions on {server.path} (Ctrl-C to stop).", err=True)
+    server.warm()
+    try:
+        server.serve()
+    except KeyboardInterrupt:
+        server.close()
+
+
 hook_command = click_command("hook", hook_cli.parser, hook_cli.main)
-COMMANDS = (mcp_command, hook_command, install_command, export_command)
+COMMANDS = (mcp_command, hook_command, install_command, export_command, recall_server_command)
