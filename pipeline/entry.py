@@ -34,12 +34,13 @@ def main() -> None:
 
 def _fail(error: SkillmillError) -> None:
     """As ``pipeline.cli._output.fail``, without importing click: red on a terminal."""
+    from pipeline.errors import plain
     from pipeline.terminal import visible
 
     red, reset = ("\x1b[31m", "\x1b[0m") if sys.stderr.isatty() else ("", "")
-    sys.stderr.write(f"{red}Error: {visible(error.message)}{reset}\n")
+    sys.stderr.write(f"{red}Error: {visible(plain(error.message))}{reset}\n")
     if error.hint:
-        sys.stderr.write(f"  hint: {visible(error.hint)}\n")
+        sys.stderr.write(f"  hint: {visible(plain(error.hint))}\n")
 
 
 def _fast(name: str, args: list[str]) -> None:
@@ -54,11 +55,11 @@ def _fast(name: str, args: list[str]) -> None:
     except (SystemExit, KeyboardInterrupt):
         raise
     except Exception as exc:
-        from pipeline.errors import no_space
+        from pipeline.errors import environment_error
 
-        if (full := no_space(exc, places=[settings.home(), settings.library_dir()])) is not None:
-            _fail(full)
-            sys.exit(full.exit_code)
+        if (setup := environment_error(exc)) is not None:  # a full disk or a read-only folder
+            _fail(setup)
+            sys.exit(setup.exit_code)
         if isinstance(exc, UsageError):
             _fail(exc)
             sys.exit(2)
@@ -76,14 +77,12 @@ def click_command(name: str, parser: Callable[[], argparse.ArgumentParser],
                   run: Callable[[list[str]], None]) -> object:
     """A click command for the group that hands its arguments to a fast-path command's parser.
 
-    Errors propagate to the group (which prints them); ``--help`` and bad flags are answered by
-    the ``argparse`` parser, exactly as on the fast path.
+    Errors propagate to the group (which prints them); ``-h`` and bad flags are answered by the
+    parser (``pipeline.fastargs``), exactly as on the fast path.
     """
     import click
 
-    description = parser().description or ""
-
-    @click.command(name, help=description, short_help=description.split("\n", 1)[0], add_help_option=False,
+    @click.command(name, help=parser().description, add_help_option=False,
                    context_settings={"ignore_unknown_options": True, "allow_extra_args": True,
                                      "allow_interspersed_args": False})
     @click.argument("args", nargs=-1, type=click.UNPROCESSED)
@@ -91,20 +90,3 @@ def click_command(name: str, parser: Callable[[], argparse.ArgumentParser],
         run(list(args))
 
     return command
-
-
-def number_range(kind: type, low: float, high: float | None = None) -> Callable[[str], float]:
-    """An ``argparse`` type: a number of ``kind`` within [low, high], as click's ``IntRange``/``FloatRange``."""
-    import argparse
-
-    def parse(value: str) -> float:
-        try:
-            number = kind(value)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{value!r} is not a valid {kind.__name__}") from None
-        if number < low or (high is not None and number > high):
-            span = f"{low}<=x<={high}" if high is not None else f"x>={low}"
-            raise argparse.ArgumentTypeError(f"{number} is not in the range {span}")
-        return number
-
-    return parse

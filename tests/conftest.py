@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -68,3 +70,24 @@ def prefect_server(tmp_path_factory: pytest.TempPathFactory):
 
     with prefect_test_harness(server_startup_timeout=90):
         yield
+
+
+def close_prefect_events() -> None:
+    """Stop Prefect's events client (and its other services), as ``prefect_test_harness`` does at exit.
+
+    Left open after a flow ran, the client's websocket keeps pinging from a background thread, and
+    each ping draws from the global ``random`` (``websockets``' ping ids): Hypothesis, generating
+    examples in a later test, sees the global random state change under it and warns, once per
+    draw it catches, that a strategy used ``random``.
+    """
+    if "prefect.events.worker" in sys.modules:  # a flow ran in this process
+        from prefect.events.worker import EventsWorker
+
+        EventsWorker.drain_all(timeout=10)
+
+
+@pytest.fixture(autouse=True)
+def prefect_events_closed() -> Iterator[None]:
+    """No Prefect client outlives the test that ran a flow (:func:`close_prefect_events`)."""
+    yield
+    close_prefect_events()

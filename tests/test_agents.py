@@ -292,6 +292,7 @@ def test_export_leaves_a_hand_edited_managed_skill_alone(tmp_path: Path) -> None
     assert "My own note." in (folder / "SKILL.md").read_text()
 
 
+@pytest.mark.usefixtures("indexed")  # feedback is on skills the index holds
 def test_feedback_cli_records_and_lists_worst_first() -> None:
     assert cli("feedback", "add", "ruff-recursive-fix", "helpful")[0] == 0
     assert cli("feedback", "add", "git-commit", "stale", "--note", "uses the old footer")[0] == 0

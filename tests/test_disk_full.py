@@ -96,4 +96,5 @@ def test_the_error_handler_survives_a_home_it_cannot_write_its_traceback_to(
     assert code == 1
     assert output.splitlines() == [
         "Error: internal error: KeyError: 'a bug'",
-        "  hint: the traceback could not be saved (No space left on device); please report the message above"]
+        f"  hint: the traceback could not be saved to {home / 'logs'} (No space left on device); please report the "
+        "message above"]

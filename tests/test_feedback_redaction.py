@@ -12,6 +12,7 @@ import json
 import shutil
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from pipeline.cli import main
@@ -38,6 +39,16 @@ def _journal_text() -> str:
     return "".join(p.read_text(encoding="utf-8") for p in feedback.journal_dir().glob("*.json"))
 
 
+@pytest.fixture
+def deploy_billing(tmp_path: Path) -> None:
+    """A skill called deploy-billing in the recall index: ``feedback add`` refuses names it does not know."""
+    folder = tmp_path / "team" / "deploy-billing"
+    folder.mkdir(parents=True)
+    (folder / "SKILL.md").write_text("---\nname: deploy-billing\ndescription: Deploy the billing service.\n---\n")
+    assert cli("index", "--skills", str(folder.parent))[0] == 0
+
+
+@pytest.mark.usefixtures("deploy_billing")
 def test_a_note_is_redacted_in_the_journal_and_in_every_listing() -> None:
     secrets = _secrets()
     note = "it failed, I had to run:\n" + "\n".join(s.line for s in secrets)
@@ -51,6 +62,7 @@ def test_a_note_is_redacted_in_the_journal_and_in_every_listing() -> None:
     assert code == 0 and not _left(secrets, listed) and "last note: it failed" in listed
 
 
+@pytest.mark.usefixtures("deploy_billing")
 def test_a_note_over_the_limit_is_refused_by_the_cli_with_what_to_do() -> None:
     for size in (feedback.MAX_NOTE + 1, 50_000_000):
         code, out = cli("feedback", "add", "deploy-billing", "stale", "--note", "x" * size)

@@ -36,6 +36,8 @@ SYMPY = "working-in-sympy"  # ordinary; its one command cites steps of two sessi
 QUERY = "how do the sympy tests run"
 MATPLOTLIB = "working-in-matplotlib"  # flagged low-evidence (one failed session)
 UNVERIFIED = "working-in-monochromatic2025may24-pnpmtest"  # unflagged, held: nobody verified its sessions
+AIDER = "working-in-aider"  # the corpus's biggest manual
+VIEWPORT = {"width": 1400, "height": 900}
 
 
 @pytest.fixture(scope="module")
@@ -80,7 +82,7 @@ class Server:
 
 @pytest.fixture
 def page(browser) -> Iterator:
-    context = browser.new_context(viewport={"width": 1400, "height": 900})
+    context = browser.new_context(viewport=VIEWPORT)
     opened = context.new_page()
     errors: list[str] = []
     opened.on("pageerror", lambda e: errors.append(str(e)))
@@ -154,6 +156,8 @@ def test_done_when_in_the_browser(tmp_path: Path, page, monkeypatch: pytest.Monk
             command = state.con.execute("SELECT command FROM steps WHERE trajectory_id = ? AND idx = ?",
                                         [ev.trajectory, ev.steps[0]]).fetchone()[0]
         assert page.locator(".step-label", has_text=f"step {ev.steps[0]} call").count() >= 1
+        assert f"$ {command}" not in page.locator("details.evidence").nth(0).inner_text(), "folded until asked"
+        keys(page, "x")
         assert f"$ {command}" in page.locator("details.evidence").nth(0).inner_text()
         shot(page, "02-skill-with-evidence")
 
@@ -267,6 +271,27 @@ def test_a_proposed_change_shows_its_diff_and_applies_on_approval(tmp_path: Path
     assert lib.audit.last("working-in-django").who == "erin"
 
 
+def reads_like_the_skill(page, server: Server, skill) -> None:
+    """The corpus's biggest manual (aider's own history: commands, the user's corrections, where things are, 28
+    sources) fits about a screen or two: Markdown rendered, evidence and sources folded until asked for. Before
+    issue 15 the same page was 3,598 px high (4 screens: every excerpt open, the notes as raw Markdown)."""
+    page.goto(f"{server.base}/skill/{skill.name}")
+    folded = page.evaluate("document.body.scrollHeight")
+    shot(page, "10-manual-as-read")
+    notes = page.locator("#notes")
+    assert notes.locator("li code", has_text="GitTemporaryDirectory").count() >= 1, "inline code rendered"
+    assert "<!--" not in notes.inner_text() and "`" not in notes.inner_text()
+    keys(page, "x")  # every item's evidence, asked for
+    page.click("#sources summary")
+    unfolded = page.evaluate("document.body.scrollHeight")
+    assert page.locator("details.evidence[open] .step").count() >= len(skill.procedure) + 5
+    keys(page, "x")
+    print(f"\n{skill.name}: {folded} px as read ({folded / VIEWPORT['height']:.1f} screens), "
+          f"{unfolded} px with every excerpt and source unfolded")
+    assert folded <= 2 * VIEWPORT["height"], folded
+    assert unfolded > 2 * folded
+
+
 def test_every_skill_of_the_corpus_in_a_row_with_the_keyboard(tmp_path: Path, page, corpus: Path) -> None:
     """The review session the page is built for: every real skill in a row, one key each (plus a reason for
     the flagged). Since issue 13 the whole corpus gives one manual per repository -- seven, not the ~30
@@ -278,6 +303,8 @@ def test_every_skill_of_the_corpus_in_a_row_with_the_keyboard(tmp_path: Path, pa
     timings = []
     with Server(tmp_path / "lib") as server:
         page.goto(server.url)
+        reads_like_the_skill(page, server, lib.get(AIDER).skill)
+        page.goto(server.base + "/")
         with page.expect_navigation():
             keys(page, "j", "Enter")
         shot(page, "08-first-of-the-session")

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from pipeline import private, settings
-from pipeline.errors import UsageError
+from pipeline.errors import UsageError, no_space, not_writable
 from pipeline.library.store import SKILL_FILE, Library, atomic_write
 from pipeline.recall.text import lean, repo_matches
 
@@ -105,12 +105,28 @@ def project_repo(project: Path | None) -> str | None:
 
 def export(agent: str, project: Path | None, library: Path, *, dry_run: bool = False,
            repo: str | None = None, remember: bool = True) -> ExportReport:
-    """Write the approved skills for ``repo`` (and those bound to no repository) into the agent's folder.
+    """Write the approved skills for ``repo`` (and those bound to no repository) into ``agent``'s skills
+    folder (in ``project``, else the home folder).
 
     ``repo`` None means every approved skill. The export is remembered (unless ``dry_run`` or not
-    ``remember``) so that review decisions keep this folder true (:func:`refresh_all`).
+    ``remember``) so that review decisions keep this folder true (:func:`refresh_all`). A target that
+    is full or may not be written is a one-line error naming it (exit 2), not a crash.
     """
     target = skills_dir(agent, project)
+    try:
+        report = _export(target, library, dry_run=dry_run, repo=repo)
+    except OSError as exc:
+        refused = no_space(exc, [target], advice="free some space or export elsewhere with --project DIR") \
+            or not_writable(exc, [target], advice="export elsewhere with --project DIR or make it writable")
+        if refused is None:
+            raise
+        raise refused from exc
+    if remember and not dry_run:
+        _remember(agent, project, library, repo)
+    return report
+
+
+def _export(target: Path, library: Path, *, dry_run: bool, repo: str | None) -> ExportReport:
     report = ExportReport(target=str(target), dry_run=dry_run, repo=repo)
     approved = {s.skill.name: s for s in Library(library).entries(on_error=lambda *_: None)
                 if s.skill.status == "approved" and (not repo or not s.skill.repo or repo_matches(s.skill.repo, repo))}
@@ -147,8 +163,6 @@ def export(agent: str, project: Path | None, library: Path, *, dry_run: bool = F
             report.removed.append(folder.name)
             if not dry_run:
                 shutil.rmtree(folder)
-    if remember and not dry_run:
-        _remember(agent, project, library, repo)
     return report
 
 

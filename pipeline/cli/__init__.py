@@ -12,12 +12,20 @@ import sys
 import click
 
 from pipeline import __version__, settings
-from pipeline.cli import _output
+from pipeline.cli import _help, _output
 from pipeline.errors import SkillmillError, UsageError
 
 
-class SkillmillGroup(click.Group):
+class SkillmillGroup(_help.Group):
     """Turns skillmill's own errors into a message, a hint and an exit code; never a traceback."""
+
+    sections = {  # by workflow, in the order a new user meets them
+        "Run": ("run", "ingest", "redact", "formats", "sources"),
+        "Review": ("review", "show", "feedback"),
+        "Recall": ("recall", "index", "eval"),
+        "Agents": ("install", "hook", "mcp", "export", "recall-server"),
+        "Operate": ("runs", "schedule", "config"),
+    }
 
     def invoke(self, ctx: click.Context) -> object:
         try:
@@ -28,9 +36,9 @@ class SkillmillGroup(click.Group):
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
             sys.exit(0)
         except Exception as exc:
-            if (full := _output.disk_full(exc)) is not None:  # a full disk, however deep it was met
-                _output.fail(full)
-                sys.exit(full.exit_code)
+            if (setup := _output.environment_error(exc)) is not None:  # a full disk or a read-only
+                _output.fail(setup)  # folder, however deep it was met: one line naming it, exit 2
+                sys.exit(setup.exit_code)
             if isinstance(exc, UsageError):
                 _output.fail(exc)
                 sys.exit(2)
@@ -41,7 +49,7 @@ class SkillmillGroup(click.Group):
             sys.exit(1)
 
 
-@click.group(cls=SkillmillGroup)
+@click.group(cls=SkillmillGroup, context_settings=_help.CONTEXT)
 @click.version_option(__version__, prog_name="skillmill")
 def main() -> None:
     """Distill coding-agent sessions into reviewed Agent Skills, and recall them at task start.
@@ -63,9 +71,10 @@ def _register() -> None:
     from pipeline.cli import index as index_command
     from pipeline.cli import runs as runs_command
     from pipeline.cli import schedule as schedule_command
+    from pipeline.cli import show as show_command
 
     for module in (run, ingest, recall, formats, sources, review, redact, index_command, eval_command,
-                   feedback_command, config_command, runs_command, schedule_command):
+                   feedback_command, config_command, runs_command, schedule_command, show_command):
         main.add_command(module.command)
     for command in agent_commands.COMMANDS:
         main.add_command(command)

@@ -12,42 +12,57 @@ import click
 import orjson
 
 from pipeline import progress
-from pipeline.errors import SkillmillError
+from pipeline.errors import SkillmillError, plain
 from pipeline.terminal import visible
 
 
 def fail(error: SkillmillError) -> None:
-    """Print an error; redacted and ``visible``, since messages can quote what a parser or a flow choked on."""
-    click.secho(f"Error: {visible(_redact(error.message))}", fg="red", err=True)
+    """Print an error; redacted and ``visible``, since messages can quote what a parser or a flow choked on.
+    Never with a pydantic documentation link, whatever the message quotes."""
+    click.secho(f"Error: {visible(_redact(plain(error.message)))}", fg="red", err=True)
     if error.hint:
-        click.echo(f"  hint: {visible(_redact(error.hint))}", err=True)
+        click.echo(f"  hint: {visible(_redact(plain(error.hint)))}", err=True)
+
+
+def traceback_path() -> Path:
+    from pipeline import settings
+
+    return settings.home() / "logs" / "last-error.txt"
 
 
 def save_traceback(exc: BaseException) -> Path:
     import traceback
 
-    from pipeline import private, settings
+    from pipeline import private
 
-    path = settings.home() / "logs" / "last-error.txt"
+    path = traceback_path()
     private.write_text(path, _redact("".join(traceback.format_exception(exc))))
     return path
 
 
 def internal_error(exc: BaseException) -> None:
-    """Say that skillmill failed (a bug), keeping the traceback in a file when the file can be written."""
+    """Say that skillmill failed (a bug), keeping the traceback in a file when the file can be written.
+
+    Reporting never fails in its turn: a home or logs folder that is read-only, full or missing
+    (no home directory at all) costs the file, said in the hint, not a second traceback.
+    """
     try:
         hint = f"the traceback is in {save_traceback(exc)}; please report it"
-    except OSError as problem:  # a full or read-only home must not turn one error into two
-        hint = f"the traceback could not be saved ({problem.strerror or problem}); please report the message above"
+    except Exception as problem:  # noqa: BLE001 -- one error must not become two
+        reason = problem.strerror if isinstance(problem, OSError) and problem.strerror else str(problem)
+        try:
+            where = f" to {traceback_path().parent}"
+        except Exception:  # noqa: BLE001 -- no home to name
+            where = ""
+        hint = f"the traceback could not be saved{where} ({reason}); please report the message above"
     fail(SkillmillError(f"internal error: {type(exc).__name__}: {exc}", hint=hint))
 
 
-def disk_full(exc: BaseException) -> SkillmillError | None:
-    """``no space left on <dir>`` when ``exc`` comes from a full disk (see ``errors.no_space``)."""
-    from pipeline import settings
-    from pipeline.errors import no_space
+def environment_error(exc: BaseException) -> SkillmillError | None:
+    """A full disk or a folder that may not be written, as one line naming it (``errors.environment_error``)."""
+    from pipeline.errors import environment_error
 
-    return no_space(exc, places=[settings.home(), settings.library_dir()])
+    return environment_error(exc)
 
 
 def _redact(text: str) -> str:

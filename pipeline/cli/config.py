@@ -8,10 +8,11 @@ from typing import Any
 import click
 import orjson
 
+from pipeline.cli._help import Group
 from pipeline.cli._output import emit_json
 
 
-@click.group("config")
+@click.group("config", cls=Group)
 def command() -> None:
     """Inspect skillmill's configuration ($SKILLMILL_HOME/skillmill.toml, env vars, flags)."""
 

@@ -6,10 +6,11 @@ from pathlib import Path
 
 import click
 
+from pipeline.cli._help import Group
 from pipeline.cli._output import emit_json
 
 
-@click.group("eval")
+@click.group("eval", cls=Group)
 def command() -> None:
     """Measure how well skillmill does, beside a baseline measured in the same run."""
 

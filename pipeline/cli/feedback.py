@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import click
 
+from pipeline.cli._help import Group
 from pipeline.cli._output import emit_json
 from pipeline.terminal import visible
 
 
-@click.group("feedback")
+@click.group("feedback", cls=Group)
 def command() -> None:
-    """Verdicts on served skills (helpful, not_helpful, wrong, stale): they move a skill's rank at the
-    next index and tell reviewers which skills to fix or deprecate."""
+    """Verdicts on served skills: helpful, not_helpful, wrong, stale.
+
+    They move a skill's rank at the next index and tell reviewers which skills to fix or deprecate."""
 
 
 @command.command("add")
@@ -21,10 +23,14 @@ def command() -> None:
 def add(name: str, verdict: str, note: str) -> None:
     """Record a verdict on skill NAME (what the MCP tool skill_feedback does).
 
-    The note is redacted before it is stored; a note over 4,000 characters is refused.
+    NAME is a skill of the recall index or the library (a name `skillmill recall` or `skillmill
+    review list` shows); any other is refused. The note is redacted before it is stored; a note
+    over 4,000 characters is refused.
     """
     from pipeline.recall import feedback
 
+    feedback.check(name, note)
+    feedback.check_known(name)
     event = feedback.record(name, verdict, note, source="cli")
     click.echo(f"Recorded {event['verdict']} for {event['skill']}.")
 

@@ -34,6 +34,11 @@ def command(add: tuple[str, ...], forget: tuple[str, ...], library: str | None, 
         return
     from pipeline.recall.service import reindex
 
+    if library is not None and not Path(library).expanduser().is_dir():  # a typo would take its skills out
+        from pipeline.errors import UsageError
+
+        raise UsageError(f"no skill library at {library}", hint="pass the folder `skillmill run --library` wrote, "
+                                                                "or leave --library out for the configured one")
     lib = config.load({"library": library}).library
     report = reindex(Path(lib) if lib else None, add=list(add), forget=list(forget))
     if as_json:
@@ -44,6 +49,8 @@ def command(add: tuple[str, ...], forget: tuple[str, ...], library: str | None, 
                f"{report.removed} removed from the index")
     for folder, count in sorted(report.folders.items()):
         click.echo(visible(f"  {count:>6}  {folder}"))
+    for path in report.removed_skills:  # each one that really left the index, folder or library skill
+        click.echo(visible(f"  - {path}  (removed from the index)"))
     if report.embedder:
         click.echo(f"  semantic channel: {report.embedder}")
     for error in report.errors:

@@ -9,6 +9,7 @@ from typing import Any
 
 import click
 
+from pipeline.cli._help import Group
 from pipeline.cli._output import emit_json
 from pipeline.errors import SkillFileError, UsageError
 from pipeline.terminal import visible
@@ -34,29 +35,53 @@ def _filter_options(f: Callable[..., Any]) -> Callable[..., Any]:
     return click.option("--repo", help="Only this repository: owner/name, name, or a glob (pallets/*).")(f)
 
 
-def _open_library(library: str | None):
+def _open_library(library: str | None, *, reading: bool = False):
+    """The library to review. One that does not exist yet is an error, except for a command that only
+    reads (``reading``) the configured one: a fresh home has no library, and nothing in it."""
     from pipeline import config, settings
     from pipeline.library import Library
 
     chosen = config.load({"library": library}).library
     root = Path(chosen).expanduser() if chosen else settings.library_dir()
-    if not root.is_dir():
+    if not root.is_dir() and not (reading and library is None and not root.exists()):
         raise UsageError(f"no skill library at {root}",
                          hint="run `skillmill run PATH...` first, or pass --library DIR")
     return Library(root)
 
 
-def _statuses(values: tuple[str, ...]) -> tuple[str, ...]:
+_NO_LIBRARY_YET = "no library there yet: `skillmill run PATH...` writes one"
+
+
+class _StatusList(click.ParamType):
+    """One status, or several separated by commas (``--status approved,rejected``)."""
+
+    name = "status"
+
+    def get_metavar(self, param: click.Parameter, ctx: click.Context | None = None) -> str:
+        return f"[{'|'.join(_STATUSES)}][,...]"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> tuple[str, ...]:
+        if isinstance(value, tuple):
+            return value
+        chosen = tuple(part.strip() for part in str(value).split(",") if part.strip())
+        unknown = [part for part in chosen if part not in _STATUSES]
+        if unknown or not chosen:
+            self.fail(f"{', '.join(map(repr, unknown)) or repr(value)} is not a status: use {', '.join(_STATUSES)}, "
+                      "or several separated by commas", param, ctx)
+        return chosen
+
+
+def _statuses(values: tuple[tuple[str, ...], ...]) -> tuple[str, ...]:
     from pipeline.review.queue import PENDING, STATUSES
 
     chosen: list[str] = []
-    for value in values or ("pending",):
+    for value in [v for group in values for v in group] or ["pending"]:
         chosen += {"pending": list(PENDING), "all": list(STATUSES)}.get(value, [value])
     return tuple(dict.fromkeys(chosen))
 
 
 # -- the group ----------------------------------------------------------------------------
-@click.group("review", invoke_without_command=True)
+@click.group("review", cls=Group, invoke_without_command=True)
 @click.option("--web", is_flag=True, help="Serve the review page on 127.0.0.1; the URL with its token is printed.")
 @click.option("--port", type=click.IntRange(0, 65535), default=8765, show_default=True,
               help="Port for --web (0: any free port).")
@@ -100,15 +125,22 @@ def command(ctx: click.Context, web: bool, port: int, who: str | None, library: 
               help="Print a JSON list of objects with name, status, kind, confidence, flags (and more).")
 @_filter_options
 @click.option("--flagged", is_flag=True, help="Only skills with risk flags.")
-@click.option("--status", "status", multiple=True, type=click.Choice(_STATUSES), show_default=True,
-              help="Which skills: pending (candidates and proposed changes, the default), one status, or all.")
+@click.option("--status", "status", multiple=True, type=_StatusList(),
+              help="Which skills: pending (candidates and proposed changes, the default), a status, several "
+                   "(approved,rejected; or the option repeated), or all.")
 @_library_option
 def list_command(as_json: bool, repo: str | None, kinds: tuple[str, ...], min_confidence: float | None,
-                 flagged: bool, status: tuple[str, ...], library: str | None) -> None:
+                 flagged: bool, status: tuple[tuple[str, ...], ...], library: str | None) -> None:
     """Candidates and proposed changes waiting for review, with their risk flags."""
     from pipeline.review.queue import Filters, items
 
-    lib = _open_library(library)
+    lib = _open_library(library, reading=True)
+    if not lib.root.exists():  # a fresh home: nothing to review is not an error
+        if as_json:
+            emit_json([])
+        else:
+            click.echo(visible(f"0 skills in {lib.root} ({_NO_LIBRARY_YET})"))
+        return
     errors: list[str] = []
     filters = Filters(repo, kinds, min_confidence, flagged, _statuses(status))
     found = items(lib, filters, on_error=lambda path, exc: errors.append(f"{path}: {exc.message}"))
@@ -500,21 +532,24 @@ def history_command(name: str, as_json: bool, library: str | None) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print the entries as a JSON list.")
 @click.option("--skill", help="Only decisions about this skill.")
 @click.option("--limit", type=click.IntRange(1), help="Only the last N entries.")
-@click.option("--verify", is_flag=True, help="Check the hash chain; exit 1 when a line was changed or removed.")
+@click.option("--verify", is_flag=True, help="Check the hash chain and end with a verdict line; exit 1 when a line "
+                                            "was changed, removed or reordered.")
 @_library_option
 def log_command(as_json: bool, skill: str | None, limit: int | None, verify: bool, library: str | None) -> None:
     """The audit log: every decision with who, when, action, skill, version, hashes and reason."""
-    lib = _open_library(library)
+    lib = _open_library(library, reading=True)
     problems = lib.audit.verify()
     for problem in problems:
         click.secho(visible(f"  ! audit log {lib.audit.path}: {problem}"), err=True, fg="red")
-    entries = lib.audit.entries(skill)
+    entries = lib.audit.entries(skill, readable_only=True)  # a line that is not an entry is a problem above
+    total = len(lib.audit.entries(readable_only=True))
     if limit:
         entries = entries[-limit:]
     if as_json:
         emit_json([e.contract() for e in entries])
     elif not entries:
-        click.echo(f"no decisions yet in {lib.audit.path}")
+        where = lib.audit.path if lib.root.exists() else f"{lib.root} ({_NO_LIBRARY_YET})"
+        click.echo(visible(f"no decisions yet in {where}"))
     for e in entries if not as_json else []:
         hashes = f"{(e.before or '-')[:12]} -> {(e.after or '-')[:12]}"
         what = f"{e.action} {'proposal ' if e.target == 'proposal' else ''}{e.skill} v{e.version}"
@@ -522,5 +557,10 @@ def log_command(as_json: bool, skill: str | None, limit: int | None, verify: boo
         flags = click.style(visible(f"  [flags: {', '.join(e.flags)}]"), fg="red") if e.flags else ""
         line = visible(f"{e.seq:>4}  {e.when:%Y-%m-%d %H:%M:%S}Z  {e.who:<12} {what:<60} {hashes}{reason}")
         click.echo(line + flags)
-    if verify and problems:
-        sys.exit(1)
+    if verify:  # the last line says it all; on stderr with --json, so that stdout stays one JSON document
+        if problems:
+            click.secho(visible(f"FAILED: {len(problems)} problem{'s' if len(problems) != 1 else ''} in "
+                                f"{lib.audit.path}: {problems[0]}" + (" (and more above)" if len(problems) > 1 else "")),
+                        fg="red", bold=True, err=as_json)
+            sys.exit(1)
+        click.echo(f"verified: {total} entr{'y' if total == 1 else 'ies'}, chain intact", err=as_json)

@@ -14,7 +14,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from pipeline.errors import SkillmillError, UsageError
+from pipeline.errors import SkillmillError, UsageError, validation_summary
 from pipeline.ingest.base import TrajectoryFormat
 from pipeline.ingest.outcome import infer_outcome
 from pipeline.ingest.reader import Checkpoint, Probe
@@ -80,12 +80,15 @@ def _first_time(path: Path, seen: set[Path | tuple[int, int]]) -> bool:
 
 
 def detect(probe: Probe) -> TrajectoryFormat | None:
-    for fmt in registered_formats():
-        try:
-            if fmt.sniff(probe):
-                return fmt
-        except Exception:  # noqa: BLE001 -- a plugin's bug must not stop the others from looking
-            logger.exception("format %s failed to sniff %s", fmt.name, probe.path)
+    """The format that names itself in the file (``declared``), else the first whose ``sniff`` says yes."""
+    formats = registered_formats()
+    for question in ("declared", "sniff"):
+        for fmt in formats:
+            try:
+                if getattr(fmt, question, None) is not None and getattr(fmt, question)(probe):
+                    return fmt
+            except Exception:  # noqa: BLE001 -- a plugin's bug must not stop the others from looking
+                logger.exception("format %s failed to sniff %s", fmt.name, probe.path)
     return None
 
 
@@ -137,7 +140,7 @@ def ingest_file(path: Path, *, checkpoint: Checkpoint | None = None,
         if checkpoint is not None:  # a saved state this code cannot use: the caller reads the file whole
             raise ResumeFailed(f"cannot resume {path}: {type(exc).__name__}: {exc}") from exc
         logger.exception("the %s parser failed on %s", fmt.name, path)
-        report.error(f"{PARSER_FAILED} {fmt.name} parser: {type(exc).__name__}: {exc}"[:500])
+        report.error(f"{PARSER_FAILED} {fmt.name} parser: {type(exc).__name__}: {validation_summary(exc)}"[:500])
     return report.finish(trajectories), trajectories
 
 

@@ -45,6 +45,14 @@ class TrajectoryFormat(ABC):
             if step.kind is StepKind.TOOL_RESULT and self.protocol_errors.search(step.text[:_PROTOCOL_HEAD]):
                 step.protocol_error = True
 
+    def declared(self, probe: Probe) -> bool:
+        """True when the file names this format itself (``"schema_version": "ATIF-v1.2"``).
+
+        Asked of every format before any ``sniff``: a file that says what it is wins over cues
+        of other formats (an ATIF file converted from OpenHands carries OpenHands' metadata).
+        """
+        return False
+
     @abstractmethod
     def sniff(self, probe: Probe) -> bool:
         """True when the file's first bytes are this format."""

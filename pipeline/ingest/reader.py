@@ -8,6 +8,7 @@ appended to) are dropped and reported; the JSON around them is kept.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -16,6 +17,7 @@ from typing import Any
 
 import orjson
 
+from pipeline.ingest.fields import Fields, scan_fields
 from pipeline.ingest.report import FileReport
 
 #: Longest JSONL line we parse; longer ones are skipped in chunks and reported.
@@ -33,6 +35,7 @@ _CHUNK = 1024 * 1024
 #: one block (as Python strings, several times the bytes) stay a small, fixed cost.
 _TEXT_CHUNK = 256 * 1024
 _NUL = b"\x00"
+_FIRST_KEY = re.compile(rb'\s*(?:\[\s*)?\{\s*"((?:[^"\\]|\\.){1,200}?)"\s*:')
 
 
 def _loads(raw: bytes, report: FileReport | None, line: int | None) -> Any:
@@ -220,6 +223,11 @@ class Probe:
     head: bytes
     records: list[Any] = field(default_factory=list)
     document: Any = None
+    #: ``head`` is all the file holds.
+    whole: bool = False
+    #: Where reading stopped in the file, and what was read past ``head`` (NUL bytes dropped).
+    _offset: int = field(default=0, repr=False)
+    _spill: bytes = field(default=b"", repr=False)
 
     @cached_property
     def text(self) -> str:
@@ -230,9 +238,57 @@ class Probe:
         stripped = self.head.lstrip()
         return chr(stripped[0]) if stripped else ""
 
+    @cached_property
+    def first_key(self) -> str | None:
+        """The first key of the file's first JSON object (the document's, a list's first element's)."""
+        found = _FIRST_KEY.match(self.head)
+        if found is None:
+            return None
+        try:
+            key = orjson.loads(b'"' + found.group(1) + b'"')
+        except orjson.JSONDecodeError:
+            return None
+        return key if isinstance(key, str) else None
+
+    @cached_property
+    def fields(self) -> Fields:
+        """The fields of the file's first JSON object, wherever in the file they fall.
+
+        The document's own (or its first element's, for a list; a JSONL file's first line's), read
+        past values of any size up to ``fields.MAX_SCAN_BYTES``: reads past the head only when that
+        object is longer than it, once per file whichever sniffs ask. Sniffs ask after a cheap cue
+        (``first_key``), so files of no format pay nothing.
+        """
+        return scan_fields(self.head, self.more)
+
+    def more(self, size: int) -> bytes:
+        """Up to ``size`` more bytes of the file after what was read, NUL bytes dropped; b"" at its end."""
+        if self._spill:
+            data, self._spill = self._spill, b""
+            return data
+        if self.whole or self._offset < 0:
+            return b""
+        data = b""
+        try:
+            with self.path.open("rb") as handle:
+                handle.seek(self._offset)
+                budget = MAX_PROBE_SCAN
+                while not data and budget > 0:
+                    raw = handle.read(size)
+                    if not raw:
+                        self._offset = -1  # the end
+                        break
+                    self._offset += len(raw)
+                    budget -= len(raw)
+                    data = raw.replace(_NUL, b"") if _NUL in raw else raw
+        except OSError:
+            self._offset = -1
+        return data
+
     @classmethod
     def read(cls, path: Path) -> Probe:
         """The first ``PROBE_BYTES`` that are not NUL (a crash can leave a hole of them anywhere)."""
+        spill = b""
         with path.open("rb") as handle:
             head = handle.read(PROBE_BYTES)
             whole = len(head) < PROBE_BYTES
@@ -243,8 +299,10 @@ class Probe:
                     chunk = handle.read(_CHUNK)
                     whole, budget = len(chunk) < _CHUNK, budget - len(chunk)
                     head += chunk.replace(_NUL, b"")
-                head = head[:PROBE_BYTES] if not whole else head
-        probe = cls(path=path, head=head)
+                if not whole:
+                    head, spill = head[:PROBE_BYTES], head[PROBE_BYTES:]
+            offset = handle.tell()
+        probe = cls(path=path, head=head, whole=whole, _offset=offset, _spill=spill)
         if head.lstrip()[:1] == b"{" or head.lstrip()[:1] == b"[":
             probe.records = _first_records(head)
             if whole:

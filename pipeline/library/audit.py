@@ -94,8 +94,16 @@ class AuditLog:
                 if line.strip():
                     yield line.rstrip(b"\n")
 
-    def entries(self, skill: str | None = None) -> list[AuditEntry]:
-        entries = [AuditEntry.model_validate_json(line) for line in self._lines()]
+    def entries(self, skill: str | None = None, *, readable_only: bool = False) -> list[AuditEntry]:
+        """The decisions, oldest first. A line that is not an entry raises, unless ``readable_only``
+        (``review log`` shows the rest; :meth:`verify` names the line)."""
+        entries = []
+        for line in self._lines():
+            try:
+                entries.append(AuditEntry.model_validate_json(line))
+            except ValueError:
+                if not readable_only:
+                    raise
         return [e for e in entries if skill is None or e.skill == skill]
 
     def last(self, skill: str, action: Action | None = None) -> AuditEntry | None:

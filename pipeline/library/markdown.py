@@ -47,7 +47,7 @@ from typing import Any
 
 import yaml
 
-from pipeline.errors import SkillFileError
+from pipeline.errors import SkillFileError, validation_summary
 from pipeline.library.model import MAX_DESCRIPTION, OWNED_METADATA, Evidence, Item, Pitfall, Skill, SourceRef
 
 GENERATOR = "skillmill"
@@ -60,6 +60,8 @@ _KIND_SECTIONS = {"repo": {"procedure": "Commands", "pitfalls": "Environment"}}
 _HEADING_FIELD = {**{v: k for k, v in _SECTIONS.items()},
                   **{v: k for names in _KIND_SECTIONS.values() for k, v in names.items()}}
 _COMMENT = re.compile(r"\s*<!-- from [^>]*-->")
+#: A provenance comment anywhere in a line (free Markdown carries them at the end of its items).
+PROVENANCE = re.compile(r"[ \t]*<!-- from ((?:[\w-]+:[\d,]*\s*)+)-->")
 _YAML_UNSAFE = re.compile("[\x7f-\x9f\u2028\u2029\ufffe\uffff\ud800-\udfff]")
 _PLAIN_KEY = re.compile(r"[A-Za-z][A-Za-z0-9_.-]*")
 #: libyaml's safe loader when PyYAML was built with it: ~10x faster, same safe subset.
@@ -236,7 +238,7 @@ def parse(text: str, path: str | None = None) -> Skill:
     try:
         return Skill(**fields)
     except ValueError as exc:
-        raise SkillFileError(f"not a valid skill: {exc}", path=path,
+        raise SkillFileError(f"not a valid skill: {validation_summary(exc)}", path=path,
                              hint="names are lowercase letters, digits and single hyphens (<= 64 chars); "
                                   "descriptions are 1-1024 characters") from exc
 
@@ -268,11 +270,19 @@ def _take_evidence(line: str) -> tuple[str, list[Evidence]]:
     match = _EVIDENCE.search(line)
     if not match:
         return line.rstrip(), []
-    evidence = []
-    for ref in match.group(1).split():
-        trajectory, _, steps = ref.partition(":")
-        evidence.append(Evidence(trajectory=trajectory, steps=[int(s) for s in steps.split(",") if s]))
-    return line[: match.start()].rstrip(), evidence
+    return line[: match.start()].rstrip(), [_ref(ref) for ref in match.group(1).split()]
+
+
+def provenance(text: str) -> list[Evidence]:
+    """What the provenance comments in free Markdown (a skill's notes) cite, in order."""
+    return [_ref(ref) for found in PROVENANCE.finditer(text) for ref in found.group(1).split()]
+
+
+def _ref(ref: str) -> Evidence:
+    """``<trajectory>:<step>,<step>``; a step number no trajectory can have (past 18 digits, where
+    ``int`` of a hand-edited 5,000-digit one would raise) names no step."""
+    trajectory, _, steps = ref.partition(":")
+    return Evidence(trajectory=trajectory, steps=[int(s) for s in steps.split(",") if s and len(s) <= 18])
 
 
 def _parse_body(body: str) -> dict[str, Any]:

@@ -185,5 +185,7 @@ def _ms(started: float) -> int:
 
 
 def _short(exc: BaseException, limit: int = 300) -> str:
-    text = " ".join(str(exc).split())
+    from pipeline.errors import validation_summary
+
+    text = " ".join(validation_summary(exc).split())  # an answer that did not validate: no pydantic links
     return text if len(text) <= limit else text[: limit - 3] + "..."

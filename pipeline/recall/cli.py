@@ -3,35 +3,33 @@
 An agent's hook runs this at every prompt, so its start-up time is the user's waiting time.
 The executable's fast path (``pipeline.entry``) calls :func:`main` without building the
 command group; the flags are parsed with ``argparse`` (importing click alone costs ~20 ms,
-as much as starting Python), and nothing here imports duckdb, click or orjson. The command
-group registers this same parser (``pipeline.entry.click_command``), so both paths take the
-same flags and print the same help.
+as much as starting Python), and nothing here imports duckdb, click or orjson. Help and usage
+errors are click's (``pipeline.fastargs``). The command group registers this same parser
+(``pipeline.entry.click_command``), so both paths take the same flags and print the same help.
 """
 
 from __future__ import annotations
 
-import argparse
 import sys
 
-from pipeline.entry import number_range
 from pipeline.errors import UsageError
+from pipeline.fastargs import NumberRange, Parser
 
 DESCRIPTION = """Print the approved skills that best fit TASK.
 
-Nothing is printed as a result when no skill fits: an empty list beats a wrong skill."""
+TASK is what you are about to do, in your own words. Nothing is printed as a result when no
+skill fits: an empty list beats a wrong skill."""
 
 
-def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="skillmill recall", description=DESCRIPTION, allow_abbrev=False,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("task", nargs="?", metavar="TASK", help="What you are about to do, in your own words.")
+def parser() -> Parser:
+    p = Parser("skillmill recall", DESCRIPTION)
+    p.add_argument("task", nargs="?")
     p.add_argument("--json", dest="as_json", action="store_true",
                    help='Print {"query", "results": [...], "truncated"}.')
-    p.add_argument("--limit", "-k", type=number_range(int, 1, 100), default=5, metavar="K",
-                   help="At most this many skills.  [default: 5; 1<=x<=100]")
-    p.add_argument("--budget", type=number_range(int, 1), default=2000, metavar="N",
-                   help="Token budget of the brief: listed skills first, then the best bodies that fit.  "
-                        "[default: 2000; x>=1]")
+    p.add_argument("--limit", "-k", type=NumberRange(int, 1, 100), default=5, metavar="K",
+                   help="At most this many skills.")
+    p.add_argument("--budget", type=NumberRange(int, 1), default=2000, metavar="N",
+                   help="Token budget of the brief: listed skills first, then the best bodies that fit.")
     p.add_argument("--include-candidates", action="store_true", help="Also return skills not yet approved.")
     p.add_argument("--queries", dest="queries_file", metavar="FILE",
                    help='JSON lines {"id", "query"}: print one line {"id", "results"} per query (needs --json).')

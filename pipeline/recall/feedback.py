@@ -56,6 +56,32 @@ def check(skill: str, note: str = "", *, cut: bool = False) -> None:
                          hint="say in a few sentences what happened with the skill (no logs or transcripts)")
 
 
+def check_known(skill: str) -> None:
+    """Refuse a verdict on a skill neither the recall index nor the library holds (``feedback add``).
+
+    A mistyped name would be journaled and count for nothing. The MCP tool keeps such a verdict
+    anyway (an agent's words are worth keeping); a person at the shell is told instead.
+    """
+    from pipeline import config
+    from pipeline.errors import IndexError_
+    from pipeline.library import Library
+    from pipeline.recall import RecallIndex
+
+    try:
+        with RecallIndex(slow_embedders=False) as index:
+            if index.get(skill, include_candidates=True):
+                return
+    except IndexError_:  # no index (yet): the library may still hold it
+        pass
+    library = config.load({}).library
+    root = Path(library).expanduser() if library else settings.library_dir()
+    if root.is_dir() and Library(root).get(skill) is not None:
+        return
+    raise UsageError(f"no skill named {skill!r} in the recall index or in {root}",
+                     hint="`skillmill recall TASK` shows the skills agents are given; "
+                          "`skillmill review list --status all` every skill in the library")
+
+
 def clean_note(note: str) -> str:
     """A note as it is stored and shown: redacted, and cut to ``MAX_NOTE`` characters."""
     from pipeline.redact import redact

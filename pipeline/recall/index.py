@@ -75,6 +75,9 @@ class PublishReport:
     updated: int = 0
     unchanged: int = 0
     removed: int = 0
+    #: Every skill this publish took out of the index (folder skills and library skills), by path. A
+    #: library skill that only moved (a candidate approved, the library moved) is not among them.
+    removed_skills: list[str] = field(default_factory=list)
     folders: dict[str, int] = field(default_factory=dict)
     errors: list[dict[str, str]] = field(default_factory=list)
     embedder: str | None = None
@@ -142,6 +145,10 @@ class Previous:
 
     def ids(self) -> set[str]:
         return {r[0] for r in self._query("SELECT id FROM skills")}
+
+    def roots(self) -> dict[str, tuple[str, str]]:
+        """``id -> (root, name)`` of every skill in the index."""
+        return {r[0]: (r[1], r[2]) for r in self._query("SELECT id, root, name FROM skills")}
 
     def folders(self) -> dict[str, str | None]:
         return {r[0]: r[1] for r in self._query("SELECT path, repo FROM folders")}
@@ -253,7 +260,7 @@ def publish(skills: Iterable[IndexedSkill], target: Path | None = None, *,
                 roots.pop(normalize_folder(folder), None)
             verdicts = {e["id"]: e for e in (events if events is not None else previous.feedback())}
             verdicts.update({e["id"]: e for e in feedback.events()})
-            old_ids = previous.ids()
+            old = previous.roots()
             rows: dict[str, dict[str, Any]] = {}
             for entry in skills:
                 row = _row(entry)
@@ -267,12 +274,22 @@ def publish(skills: Iterable[IndexedSkill], target: Path | None = None, *,
                 report.folders[root] = count
         finally:
             previous.close()
-        report.removed = len(old_ids - rows.keys())
+        _count_removed(report, old, rows)
         report.skills = len(rows)
         _write(target, list(rows.values()), roots, list(verdicts.values()), embedder)
     report.embedder = embedder.name if embedder is not None else None
     report.seconds = round(time.monotonic() - clock, 3)
     return report
+
+
+def _count_removed(report: PublishReport, old: dict[str, tuple[str, str]], rows: dict[str, dict[str, Any]]) -> None:
+    """What left the index: folder skills no longer found, library skills no longer in the library (by name:
+    one that moved folder, as a candidate does when approved, is still there)."""
+    in_library = {row["name"] for row in rows.values() if row["root"] == LIBRARY}
+    gone = {i: (root, name) for i, (root, name) in old.items()
+            if i not in rows and not (root == LIBRARY and name in in_library)}
+    report.removed = sum(1 for root, _name in gone.values() if root != LIBRARY)
+    report.removed_skills = sorted(gone)
 
 
 def _write(target: Path, rows: list[dict[str, Any]], roots: dict[str, str | None], events: list[dict[str, Any]],

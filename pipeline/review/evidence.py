@@ -16,6 +16,7 @@ from pathlib import Path
 from pipeline import settings
 from pipeline.errors import IndexError_
 from pipeline.index.db import connect
+from pipeline.library import markdown
 from pipeline.library.model import Evidence, Skill
 
 _STEPS = """
@@ -112,7 +113,9 @@ class Excerpts:
 
 
 def cited(skill: Skill) -> list[Evidence]:
-    return [e for item in [*skill.procedure, *skill.pitfalls, *skill.verification] for e in item.evidence]
+    """The steps a skill cites: its items' evidence, and the provenance comments in its notes."""
+    items = [e for item in [*skill.procedure, *skill.pitfalls, *skill.verification] for e in item.evidence]
+    return items + markdown.provenance(skill.notes)
 
 
 def load(skills: list[Skill], path: Path | None = None) -> Excerpts:

@@ -176,7 +176,8 @@ def find(library: Library, name: str) -> ReviewItem:
     stored = library.get(name)
     if stored is None:
         raise NotFound(f"no skill named {name!r} in {library.root}",
-                       hint="`skillmill review list` shows what waits for review (--status approved,rejected for the rest)")
+                       hint="`skillmill review list` shows what waits for review; `skillmill review list --status all` "
+                            "every skill")
     return _item(stored, stored.skill.status)
 
 

@@ -113,6 +113,7 @@ _TAIL = re.compile(r"^>{5,9} (REPLACE|UPDATED)\s*$")
 _TOOL_PREFIXES = ("#", "SearchReplaceNoExactMatch", "Applied edit", "Commit ", "Did not apply", "Skipping edits",
                   "Running ", "Run shell", "Aider v", "Main model", "Models:", "Model:", "Cur working dir", "Git ", "$ ")
 _FRONT_MATTER = "---"
+_NO_REQUESTS = "aider history without messages: {launches}, left before anything was asked"
 _UNNAMED = "unknown"
 _DIV_OPEN = '<div class="chat-transcript"'
 #: Published transcripts were edited by hand: ``>text`` without the space is aider output there too.
@@ -160,15 +161,25 @@ class Aider(TrajectoryFormat):
         history = _History(path)
         launch = _Launch(None, 1)
         starts: dict[str, int] = {}
+        found = 0
         for kind, _line, text in _events(path, report):
             if kind == "session":
-                yield from history.requests(launch)
+                for trajectory in history.requests(launch):
+                    found += 1
+                    yield trajectory
                 seen = starts[text] = starts.get(text, 0) + 1  # two launches started the same second
                 launch = _Launch(text or None, seen)
             else:
                 launch.feed(kind, text)
-        yield from history.requests(launch)
-        yield from history.rest()
+        for trajectory in itertools.chain(history.requests(launch), history.rest()):
+            found += 1
+            yield trajectory
+        if not found and not report.errors:
+            # Aider started and was left before anything was typed (a header, its warnings and
+            # questions): nothing went wrong reading it, there is just no work in it.
+            report.status = "skipped"
+            launches = sum(starts.values())
+            report.error(_NO_REQUESTS.format(launches="1 launch" if launches <= 1 else f"{launches} launches"))
 
 
 def _events(path: Path, report: FileReport) -> Iterator[tuple[str, int, str]]:

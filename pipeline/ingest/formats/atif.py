@@ -52,6 +52,7 @@ from pipeline.trajectory import Outcome, Trajectory, TrajectoryBuilder
 from pipeline.trajectory.commands import is_shell_tool
 
 _VERSION = re.compile(r'"schema_version"\s*:\s*"(?:ATIF-)?v?1\.\d+"')
+_DECLARED = re.compile(r"ATIF-v\d")
 _AGENT = re.compile(r'"agent"\s*:\s*\{')
 _SESSION = re.compile(r'"session_id"\s*:')
 _RESULT_FOR = re.compile(r"^Tool result for (\S+)\s*$")
@@ -80,6 +81,12 @@ class Atif(TrajectoryFormat):
     suffixes = (".json",)
     priority = 2
     protocol_errors = PROTOCOL_ERRORS
+
+    def declared(self, probe: Probe) -> bool:
+        """``"schema_version": "ATIF-v1.x"`` at the top: ATIF whatever else the file carries (Harbor's
+        OpenHands-to-ATIF output keeps ``"agent_class": "CodeActAgent"`` in the agent's metadata)."""
+        return (probe.first_char == "{" and b'"schema_version"' in probe.head
+                and bool(_DECLARED.match(probe.fields.text("schema_version") or "")))
 
     def sniff(self, probe: Probe) -> bool:
         text = probe.text

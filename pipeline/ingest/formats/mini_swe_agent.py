@@ -17,6 +17,7 @@ from typing import Any
 import orjson
 
 from pipeline.ingest.base import TrajectoryFormat
+from pipeline.ingest.fields import Fields
 from pipeline.ingest.identity import resolve_repo
 from pipeline.ingest.outcome import exit_status_outcome
 from pipeline.ingest.reader import Probe, load_json
@@ -46,6 +47,10 @@ PROTOCOL_ERRORS = re.compile(
     r"Unknown tool '|Missing 'command' argument in bash tool call|Error parsing tool call arguments|Format error:)")
 
 
+#: The top-level keys of a run, in any order.
+_KEYS = frozenset({"info", "messages", "trajectory_format", "instance_id"})
+
+
 class MiniSweAgent(TrajectoryFormat):
     name = "mini-swe-agent"
     agent = "mini-swe-agent"
@@ -58,8 +63,14 @@ class MiniSweAgent(TrajectoryFormat):
     def sniff(self, probe: Probe) -> bool:
         text = probe.text
         if probe.first_char == "{":
+            if len(probe.records) > 1:
+                return False  # JSONL
             marked = '"mini_version"' in text or '"trajectory_format": "mini-swe-agent' in text
-            return marked and '"messages"' in text and len(probe.records) <= 1
+            if marked and '"messages"' in text:
+                return True
+            # A key it writes first, the rest past the head: ``info`` holding a big submitted patch,
+            # or long ``messages`` before the version.
+            return probe.first_key in _KEYS and _marked(probe.fields)
         if probe.first_char == "[":
             return bool(re.match(r'\s*\[\s*\{\s*"role"\s*:\s*"system"', text)) and "<returncode>" in text
         return False
@@ -92,6 +103,15 @@ class MiniSweAgent(TrajectoryFormat):
         builder.fields["repo"] = resolve_repo(builder.steps, cwd=builder.fields.get("cwd"),
                                               known=builder.fields.get("repo"), folder=False)
         yield builder.build()
+
+
+def _marked(fields: Fields) -> bool:
+    """A messages list, and mini-swe-agent's version beside it or in ``info``."""
+    if fields.kind("messages") != "array":
+        return False
+    info = fields.get("info")
+    return ((fields.text("trajectory_format") or "").startswith("mini-swe-agent")
+            or (info is not None and "mini_version" in info.keys))
 
 
 def _header(builder: TrajectoryBuilder, info: dict[str, Any], instance_id: Any, path: Path) -> None:

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.ingest.base import TrajectoryFormat
+from pipeline.ingest.fields import Fields
 from pipeline.ingest.formats._common import (
     SHAPE_ERRORS,
     as_dict,
@@ -113,7 +114,11 @@ class OpenHands(TrajectoryFormat):
         text = probe.text
         if probe.first_char == "[":
             start = text[:8192]
-            return bool(_LIST_START.match(text) and _SOURCE.search(start) and _EVENT_KIND.search(start))
+            if _LIST_START.match(text) and _SOURCE.search(start) and _EVENT_KIND.search(start):
+                return True
+            # The first event is longer than that: exports begin with the system prompt (13 KB and
+            # more) before the event's "action", so judge it by its fields, wherever they fall.
+            return probe.first_key in _ENVELOPE and _is_event(probe.fields)
         if probe.first_char == "{":
             return bool(_HISTORY.search(text) and _ROW_ID.search(text)) or bool(_EVAL_METADATA.search(text))
         return False
@@ -142,6 +147,11 @@ class OpenHands(TrajectoryFormat):
             trajectory = _row(path, report, line, row)
             if trajectory is not None:
                 yield trajectory
+
+
+def _is_event(fields: Fields) -> bool:
+    return (fields.text("source") in ("user", "agent", "environment")
+            and (fields.kind("action") == "string" or fields.kind("observation") == "string"))
 
 
 def _row(path: Path, report: FileReport, line: int, row: dict[str, Any]) -> Trajectory | None:

@@ -1,7 +1,7 @@
 """The review page: the same queue, filters, evidence, diffs and decisions as the terminal.
 
 Plain server-rendered HTML (Jinja2, autoescaped: skill text comes from transcripts nobody
-vetted), one small script for keyboard shortcuts, no CDN, no inline script (the CSP forbids
+vetted; its Markdown rendered with HTML off, ``markup.py``), one small script for keyboard shortcuts, no CDN, no inline script (the CSP forbids
 it). Every request needs the token printed at start: ``?token=`` once, then an HttpOnly,
 SameSite=Strict cookie; every form also carries the token, so another site cannot post one.
 Requests must name the server by its loopback address in ``Host`` (DNS rebinding: a page on
@@ -38,6 +38,7 @@ from pipeline.review.queue import (
     items,
     neighbours,
 )
+from pipeline.review.web import markup
 
 HERE = Path(__file__).parent
 #: The names the page answers to (``Host``), with the port it is bound to.
@@ -97,6 +98,8 @@ def create_app(library: Library, *, token: str, who: str, cookie: str = "skillmi
     app.mount("/static", StaticFiles(directory=HERE / "static"), name="static")
     env = Environment(loader=FileSystemLoader(HERE / "templates"), autoescape=select_autoescape(["html"]),
                       trim_blocks=True, lstrip_blocks=True)
+    env.filters["md_inline"] = markup.inline  # the skill's Markdown, HTML off (pipeline/review/web/markup.py)
+    env.globals["md_blocks"] = markup.blocks
     excerpt_cache: dict[tuple[str, int], evidence.Excerpts] = {}
 
     def authorized(request: Request) -> bool:
