@@ -330,3 +330,22 @@ def test_export_gives_a_project_its_own_repositorys_skills_and_decisions_update_
     assert not (folder / "tidy-commits").exists() and (folder / "working-in-django").is_dir()
     assert not (project / ".agents" / "skills" / "tidy-commits").exists()
     assert (project / ".agents" / "skills" / "working-in-flask").is_dir()
+
+
+def test_an_approval_reaches_exported_folders_at_once(tmp_path: Path) -> None:
+    from pipeline.review.decisions import Review
+    from tests.test_skill_file import sample_skills
+
+    library = Library(tmp_path / "lib")
+    approved, candidate = sample_skills()[0].model_copy(update={"status": "approved"}), sample_skills()[1]
+    assert candidate.status == "candidate"
+    for skill in (approved, candidate):
+        library.save(skill.model_copy(update={"repo": None}))
+    project = tmp_path / "proj"
+    code, out = cli("export", "--agent", "claude-code", "--project", str(project), "--library", str(library.root),
+                    "--json")
+    folder = project / ".claude" / "skills"
+    assert json.loads(out)["created"] == [approved.name] and not (folder / candidate.name).exists()
+    Review(library, "tester").approve(candidate.name)
+    assert (folder / candidate.name / "SKILL.md").is_file(), "approved in review: in the agent's folder at once"
+    assert (folder / approved.name / "SKILL.md").is_file()

@@ -4,14 +4,18 @@ prompts, one hit per skill, the repository's own manual, the warm recall process
 from __future__ import annotations
 
 import json
+import os
+import re
 import shutil
+import subprocess
+import sys
 import threading
 from pathlib import Path
 
 import pytest
 
 from pipeline.agents import hook
-from pipeline.recall import RecallIndex, daemon, recall, semantic
+from pipeline.recall import RecallIndex, daemon, recall, search, semantic
 from pipeline.recall.index import IndexedSkill, publish
 from pipeline.recall.search import HOOK_MIN_SCORE, MIN_SCORE, Hit
 from tests.conftest import ROOT
@@ -153,3 +157,67 @@ def test_vectors_are_cached_by_text(tmp_path: Path) -> None:
     again = semantic.embed_documents(embedder, ["beta", "gamma", "alpha"], cache=cache)
     assert embedder.seen == ["alpha", "beta", "gamma"]  # only the new text is embedded again
     assert again[0] == first[1] and again[2] == first[0]
+
+
+# -- what agents and programs read: the real hook, --json, MCP, the thresholds ------------------
+def run_hook(text: str, cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """``skillmill hook claude-code`` in a fresh process, as Claude Code starts it at every prompt."""
+    payload = json.dumps({**prompt(text, cwd), "session_id": f"s-{abs(hash(text))}"})
+    return subprocess.run([sys.executable, "-m", "pipeline", "hook", "claude-code", *args], input=payload,
+                          capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)},
+                          timeout=60, check=False)
+
+
+def test_the_real_hook_stays_quiet_on_everyday_prompts(home_index: Path, tmp_path: Path) -> None:
+    prompts = [json.loads(line)["query"] for line in EVERYDAY.read_text().splitlines() if line.strip()]
+    for text in prompts[::3]:  # a third of them, each a process start
+        proc = run_hook(text, tmp_path)
+        assert (proc.returncode, proc.stdout, proc.stderr) == (0, "", ""), text
+    task = run_hook("ruff reports E501 line too long all over the codebase", tmp_path)
+    context = json.loads(task.stdout)["hookSpecificOutput"]["additionalContext"]
+    fits = [float(f) for f in re.findall(r"\(fit (\d\.\d\d)\)", context)]
+    assert "ruff-recursive-fix" in context and fits and all(HOOK_MIN_SCORE <= f <= 1 for f in fits)
+    assert run_hook("ruff reports E501 line too long all over the codebase", tmp_path, "--min-score", "1").stdout == ""
+
+
+def test_recall_json_and_the_mcp_tool_give_the_calibrated_score(home_index: Path) -> None:
+    import asyncio
+
+    from click.testing import CliRunner
+
+    from pipeline.agents.mcp_server import build_server
+    from pipeline.cli import main
+
+    task = "write a conventional commit message for these staged changes"
+    out = CliRunner().invoke(main, ["recall", task, "--json", "--limit", "10"], catch_exceptions=False).output
+    results = json.loads(out)["results"]
+    assert results and all(MIN_SCORE <= r["score"] <= 1 for r in results)
+    assert [r["score"] for r in results] == sorted((r["score"] for r in results), reverse=True)
+    assert [r["score"] for r in results] == [h.score for h in recall(task, limit=10)][:len(results)]
+    strict = json.loads(CliRunner().invoke(main, ["recall", task, "--json", "--limit", "10", "--min-score", "0.5"],
+                                           catch_exceptions=False).output)["results"]
+    assert all(r["score"] >= 0.5 for r in strict) and len(strict) < len(results)
+    brief = asyncio.run(build_server().call_tool("recall_skills", {"task": task, "budget": 2000}))
+    text = brief.content[0].text  # type: ignore[union-attr]
+    fits = [float(f) for f in re.findall(r"\(fit (\d\.\d\d)\)", text)]
+    assert fits and all(MIN_SCORE <= f <= 1 for f in fits) and f"(fit {results[0]['score']:.2f})" in text
+    nothing = json.loads(CliRunner().invoke(main, ["recall", "tune the carburettor of a 1970s motorbike", "--json"],
+                                            catch_exceptions=False).output)
+    assert nothing["results"] == []
+
+
+def test_the_thresholds_move_with_the_environment(home_index: Path, tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    from pipeline.errors import UsageError
+
+    task = "write a conventional commit message for these staged changes"
+    loose = recall(task, limit=10)
+    monkeypatch.setenv(search.ENV_MIN_SCORE, "0.6")
+    assert [h for h in loose if h.score >= 0.6] == recall(task, limit=10)
+    monkeypatch.setenv(search.ENV_MIN_SCORE, "lots")
+    with pytest.raises(UsageError, match="SKILLMILL_MIN_SCORE"):
+        recall(task)
+    monkeypatch.delenv(search.ENV_MIN_SCORE)
+    assert hook.respond(prompt(task, tmp_path), "claude-code") is not None
+    monkeypatch.setenv(search.ENV_HOOK_MIN_SCORE, "1")
+    assert hook.respond(prompt(task, tmp_path), "claude-code") is None

@@ -8,7 +8,8 @@ given in this session is not given again.
 
 It speaks unasked, at every prompt, so it is quieter than ``skillmill recall``: prompts that
 carry no task ("yes", "go on", "commit this", "looks good", "why?") get nothing, and a skill
-must score at least ``HOOK_MIN_SCORE`` (recall's default is ``MIN_SCORE``). Prompts are ranked by
+must score at least ``HOOK_MIN_SCORE`` (recall's default is ``MIN_SCORE``; ``--min-score`` or
+``$SKILLMILL_HOOK_MIN_SCORE`` move it). Prompts are ranked by
 the warm recall process when one answers within ``daemon.ASK_TIMEOUT_S`` (semantic channel
 included), else by the lexical channel in process; with an embedder in the index and no warm
 process, the hook starts one for the next prompts.
@@ -26,7 +27,7 @@ from pathlib import Path
 
 from pipeline import settings
 from pipeline.recall.folders import repo_of
-from pipeline.recall.search import HOOK_MIN_SCORE, Hit, clip_task
+from pipeline.recall.search import ENV_HOOK_MIN_SCORE, HOOK_MIN_SCORE, Hit, clip_task, threshold
 
 TYPE_CHECKING = False  # as typing.TYPE_CHECKING, without importing typing at every prompt
 if TYPE_CHECKING:
@@ -89,8 +90,10 @@ def _save_seen(session: str | None, seen: set[str]) -> None:
         pass
 
 
-def respond(payload: dict[str, Any], agent: str, *, budget: int = DEFAULT_BUDGET, limit: int = 3) -> str | None:
-    """The JSON to print for one hook payload, or None to print nothing."""
+def respond(payload: dict[str, Any], agent: str, *, budget: int = DEFAULT_BUDGET, limit: int = 3,
+            min_score: float | None = None) -> str | None:
+    """The JSON to print for one hook payload, or None to print nothing. A skill must score at least
+    ``min_score`` (default ``$SKILLMILL_HOOK_MIN_SCORE``, else ``HOOK_MIN_SCORE``)."""
     from pipeline.recall import RecallIndex, pack
 
     event = str(payload.get("hook_event_name") or "")
@@ -112,10 +115,11 @@ def respond(payload: dict[str, Any], agent: str, *, budget: int = DEFAULT_BUDGET
         return None
     if not settings.recall_index_path().exists():
         return None
-    hits = _warm(query, limit, filters)
+    floor = threshold(ENV_HOOK_MIN_SCORE, HOOK_MIN_SCORE) if min_score is None else min_score
+    hits = _warm(query, limit, floor, filters)
     with RecallIndex(slow_embedders=False) as index:
         if hits is None:  # no warm process answered: the lexical channel, here
-            hits = index.search(query, limit=limit, min_score=HOOK_MIN_SCORE, **filters)
+            hits = index.search(query, limit=limit, min_score=floor, **filters)
             if index.embedder_name:
                 from pipeline.recall import daemon
 
@@ -134,13 +138,13 @@ def respond(payload: dict[str, Any], agent: str, *, budget: int = DEFAULT_BUDGET
     return json.dumps({"hookSpecificOutput": {"hookEventName": event, "additionalContext": context}})
 
 
-def _warm(query: str, limit: int, filters: dict[str, str | None]) -> list[Hit] | None:
+def _warm(query: str, limit: int, min_score: float, filters: dict[str, str | None]) -> list[Hit] | None:
     """The warm recall process's hits, or None when none answers in time (``pipeline.recall.daemon``)."""
     from pipeline.recall import daemon
 
     if not daemon.socket_path().exists():
         return None
-    results = daemon.ask({"query": query, "limit": limit, "min_score": HOOK_MIN_SCORE, **filters})
+    results = daemon.ask({"query": query, "limit": limit, "min_score": min_score, **filters})
     if results is None:
         return None
     try:
@@ -151,7 +155,7 @@ def _warm(query: str, limit: int, filters: dict[str, str | None]) -> list[Hit] |
 
 
 def run(agent: str, *, timeout: float = DEFAULT_TIMEOUT, budget: int = DEFAULT_BUDGET, stdin: Any = None,
-        stdout: Any = None) -> None:
+        stdout: Any = None, min_score: float | None = None) -> None:
     """Answer one hook call within ``timeout`` seconds; on timeout or error print nothing, exit 0."""
     stdin = stdin or sys.stdin
     stdout = stdout or sys.stdout
@@ -168,7 +172,7 @@ def run(agent: str, *, timeout: float = DEFAULT_TIMEOUT, budget: int = DEFAULT_B
     started = time.monotonic()
     try:
         payload = json.loads(stdin.read(MAX_STDIN) or "{}")
-        answer = respond(payload, agent, budget=budget) if isinstance(payload, dict) else None
+        answer = respond(payload, agent, budget=budget, min_score=min_score) if isinstance(payload, dict) else None
     except Exception as exc:  # the agent must never see a failure of ours
         _log(f"{agent}: {type(exc).__name__}: {exc}")
         answer = None

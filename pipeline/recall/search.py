@@ -32,7 +32,7 @@ from collections import namedtuple
 from pathlib import Path
 
 from pipeline import settings
-from pipeline.errors import IndexError_
+from pipeline.errors import IndexError_, UsageError
 from pipeline.recall import lexical, pending, serving
 from pipeline.recall.text import canonical_agent, canonical_language, keywords, repo_matches
 
@@ -59,6 +59,10 @@ MIN_SEMANTIC_DOCS = 20
 MIN_SCORE = 0.15
 #: The hook speaks unasked, at every prompt: it is stricter (``pipeline.agents.hook``).
 HOOK_MIN_SCORE = 0.3
+#: Environment variables that move the thresholds (a ``--min-score`` flag wins): recall and the
+#: MCP tool read the first, the hook the second.
+ENV_MIN_SCORE = "SKILLMILL_MIN_SCORE"
+ENV_HOOK_MIN_SCORE = "SKILLMILL_HOOK_MIN_SCORE"
 #: A skill bound to the repository the task is in gets ``score + (1 - score) * REPO_LIFT``:
 #: a repository's own manual (``working-in-<repo>``) is what any task there needs first.
 REPO_LIFT = 0.5
@@ -71,6 +75,21 @@ DUPLICATE_JACCARD = 0.8
 #: A task is read up to this many characters: its start says what it is about, and a pasted
 #: 20 MB log would otherwise cost half a minute of tokenizing (the hook, MCP and the CLI all cut here).
 MAX_TASK_CHARS = 4000
+
+
+def threshold(env: str = ENV_MIN_SCORE, default: float = MIN_SCORE) -> float:
+    """The score a skill needs to be returned: ``$env`` when set, else ``default``."""
+    value = os.environ.get(env, "").strip()
+    if not value:
+        return default
+    try:
+        number = float(value)
+    except ValueError:
+        number = -1.0
+    if not 0 <= number <= 1:
+        raise UsageError(f"{env}={value!r} is not a score between 0 and 1",
+                         hint=f"set it to e.g. {default} (the default), or unset it")
+    return number
 
 
 def clip_task(task: str) -> str:
@@ -245,7 +264,7 @@ class RecallIndex:
                repo: str | None = None, language: str | None = None, agent: str | None = None,
                min_score: float | None = None, vector: Any = None, semantic: bool = True) -> list[Hit]:
         """The skills that fit ``query``, best first, each with its calibrated score (at least ``min_score``,
-        default ``MIN_SCORE``). ``vector`` is the query already embedded (by a warm process); without it
+        default ``$SKILLMILL_MIN_SCORE`` or ``MIN_SCORE``). ``vector`` is the query already embedded (by a warm process); without it
         the query is embedded here when the index's embedder loads here, unless ``semantic`` is False
         (the lexical channel alone)."""
         query = clip_task(query)
@@ -272,7 +291,7 @@ class RecallIndex:
                 value += (1 - value) * REPO_LIFT
             ranked.append((min(1.0, value), row))
         ranked.sort(key=lambda x: (-x[0], x[1]["name"], x[1]["path"]))
-        floor = MIN_SCORE if min_score is None else min_score
+        floor = threshold() if min_score is None else min_score
         hits: list[Hit] = []
         kept: list[dict[str, Any]] = []
         for value, row in ranked:
