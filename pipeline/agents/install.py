@@ -75,9 +75,9 @@ def path_notes() -> list[str]:
     """What to tell the installer of a project whose files run ``skillmill`` from PATH."""
     found = shutil.which("skillmill")
     if found is None:
-        return ["`skillmill` is not on PATH here: the agent will not find it. Install it as a tool "
-                "(`pipx install skillmill`, `uv tool install skillmill` or `pip install --user skillmill`), "
-                "and so must each teammate."]
+        return ["`skillmill` is not on PATH here: the agent will not find it. Install it as a tool from a "
+                "checkout or its git URL (`pipx install SRC`, `uv tool install SRC` or `pip install --user SRC`; "
+                "skillmill is not on PyPI), and so must each teammate."]
     if _in_virtualenv(Path(found)):
         return [f"`skillmill` on PATH is {found}, inside a virtual environment: the agent finds it only when "
                 "started from a shell where that environment is active. Teammates (and you) are better served "
