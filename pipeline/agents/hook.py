@@ -142,16 +142,7 @@ def _warm(query: str, limit: int, min_score: float, filters: dict[str, str | Non
     """The warm recall process's hits, or None when none answers in time (``pipeline.recall.daemon``)."""
     from pipeline.recall import daemon
 
-    if not daemon.socket_path().exists():
-        return None
-    results = daemon.ask({"query": query, "limit": limit, "min_score": min_score, **filters})
-    if results is None:
-        return None
-    try:
-        return [Hit(str(r["name"]), str(r["path"]), float(r["score"]), str(r["description"]), str(r["status"]))
-                for r in results]
-    except (KeyError, TypeError, ValueError):
-        return None
+    return daemon.hits({"query": query, "limit": limit, "min_score": min_score, **filters})
 
 
 def run(agent: str, *, timeout: float = DEFAULT_TIMEOUT, budget: int = DEFAULT_BUDGET, stdin: Any = None,

@@ -71,9 +71,19 @@ def run(task: str | None, *, as_json: bool, limit: int, budget: int, include_can
         return
     if not task or not task.strip():
         raise UsageError("no task given", hint='skillmill recall "what you are about to do"')
-    with RecallIndex() as index:
-        hits = index.search(task, limit=limit, include_candidates=include_candidates, min_score=min_score, **filters)
-        packed = pack(task, hits, budget)
+    from pipeline.recall import daemon
+    from pipeline.recall.search import clip_task, threshold
+
+    # A warm process (the MCP server, recall-server) has the embedding model loaded: ask it first,
+    # with this process's threshold (its own environment may differ).
+    min_score = threshold() if min_score is None else min_score
+    hits = daemon.hits({"query": clip_task(task), "limit": limit, "include_candidates": include_candidates,
+                        "min_score": min_score, **filters})
+    if hits is None:  # none answers: rank here, loading the index's embedder if it has one
+        with RecallIndex() as index:
+            hits = index.search(task, limit=limit, include_candidates=include_candidates, min_score=min_score,
+                                **filters)
+    packed = pack(task, hits, budget)
     if as_json:
         _emit(packed.contract())
     else:

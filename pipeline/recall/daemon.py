@@ -42,7 +42,24 @@ def socket_path() -> Path:
     return settings.home() / SOCKET
 
 
-# -- client (the hook) --------------------------------------------------------------------------
+# -- client (the hook, ``skillmill recall``) ----------------------------------------------------
+def hits(request: dict[str, Any], timeout: float = ASK_TIMEOUT_S) -> list[Any] | None:
+    """The warm process's answer to ``request`` as ``Hit``s, or None when none answers in time
+    (no socket: at once)."""
+    if not socket_path().exists():
+        return None
+    results = ask(request, timeout)
+    if results is None:
+        return None
+    from pipeline.recall.search import Hit
+
+    try:
+        return [Hit(str(r["name"]), str(r["path"]), float(r["score"]), str(r["description"]), str(r["status"]))
+                for r in results]
+    except (KeyError, TypeError, ValueError):
+        return None
+
+
 def ask(request: dict[str, Any], timeout: float = ASK_TIMEOUT_S, path: Path | None = None) -> list[dict[str, Any]] | None:
     """The warm process's results for ``request``, or None when none answers within ``timeout``."""
     import socket
