@@ -61,6 +61,10 @@ def isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
         monkeypatch.setenv(name, os.environ.get(name, ""))  # is undone after the test
         if not os.environ[name]:
             monkeypatch.delenv(name)
+    # No semantic channel unless a test asks for one: embedding every indexed skill with the default
+    # model (when installed) would cost seconds per test, and no hook may start a recall server.
+    monkeypatch.setenv("SKILLMILL_EMBEDDER", "none")
+    monkeypatch.setenv("SKILLMILL_RECALL_SERVER", "0")
     return home
 
 

@@ -3,7 +3,8 @@
 Tools:
 
 * ``recall_skills(task, budget)`` — the brief for a task: the approved skills that fit, within
-  a token budget (the same ranking as ``skillmill recall``);
+  a token budget, each with its fit score in [0, 1] (the same ranking and threshold as
+  ``skillmill recall``);
 * ``get_skill(name)`` — one skill's full SKILL.md (by name, or by the path recall gave);
 * ``skill_feedback(name, verdict, note)`` — helpful / not_helpful / wrong / stale; journaled at
   once (never blocked by a running nightly), then fed into ranking and review. The note is
@@ -111,6 +112,14 @@ def build_server() -> Any:
 
 
 def serve() -> None:
-    """Run the server on stdio until the client disconnects."""
+    """Run the server on stdio until the client disconnects, and meanwhile answer the hooks' questions
+    on the recall socket (``pipeline.recall.daemon``), so prompts get the semantic channel too."""
     os.environ.setdefault("DO_NOT_TRACK", "1")
-    build_server().run("stdio")
+    from pipeline.recall import daemon
+
+    warm = daemon.serve_in_thread()
+    try:
+        build_server().run("stdio")
+    finally:
+        if warm is not None:
+            warm.close()

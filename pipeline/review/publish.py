@@ -15,7 +15,16 @@ from pipeline.summary import RunSummary
 
 
 def republish(library: Library) -> int:
-    """Rebuild what agents read from the library's files; returns the number of skills indexed."""
+    """Rebuild what agents read from the library's files (the recall index and every remembered
+    export into agents' folders); returns the number of skills indexed."""
+    count = _republish_index(library)
+    from pipeline.agents.export import refresh_all
+
+    refresh_all(library.root)
+    return count
+
+
+def _republish_index(library: Library) -> int:
     import duckdb
 
     from pipeline import stages
