@@ -7,6 +7,9 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
+# Before any test swaps sys.stderr (capsys, CliRunner): the mcp SDK binds sys.stderr at import as its
+# stdio client's default errlog, which must have a fileno.
+import mcp.client.stdio  # noqa: F401
 import pytest
 
 pytest_plugins = ["tests.llm_fixtures"]  # the stand-in model server and its fixtures
