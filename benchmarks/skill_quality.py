@@ -51,7 +51,9 @@ def extract(ref: str, into: Path) -> Path:
 
 def environment(code: Path, home: Path, *after: Path) -> dict[str, str]:
     """This process's environment for a run of version ``code``: its code first on PYTHONPATH, offline."""
-    env = {k: v for k, v in os.environ.items() if k not in {"SKILLMILL_LIBRARY", "SKILLMILL_MODEL", "PYTHONPATH"}}
+    # Settings another version may not know (SKILLMILL_EMBEDDER=none is newer than the baseline) stay out.
+    env = {k: v for k, v in os.environ.items()
+           if k not in {"SKILLMILL_LIBRARY", "SKILLMILL_MODEL", "SKILLMILL_EMBEDDER", "PYTHONPATH"}}
     path = [str(code), *(str(p) for p in after if Path(p).resolve() != Path(code).resolve())]
     env.update(PYTHONPATH=os.pathsep.join(path), SKILLMILL_HOME=str(home), DO_NOT_TRACK="1",
                PREFECT_SERVER_ANALYTICS_ENABLED="false", LITELLM_LOCAL_MODEL_COST_MAP="True")
