@@ -22,15 +22,18 @@ from click.testing import CliRunner
 from pipeline.cli import main
 from pipeline.distill.facts import RepoFact
 from pipeline.library import Library
+from pipeline.library.markdown import render
 from pipeline.library.model import Evidence, Item, Skill
 from pipeline.scan import marks, stale
 from pipeline.scan.manual import carry, items, manual
-from pipeline.scan.reader import normal, scan
+from pipeline.scan.reader import expand, normal, scan
 from tests.conftest import ROOT
 
 #: Pinned versions verified to ship these files: attrs (tox.ini, .pre-commit-config.yaml, CI workflows),
-#: coverage (Makefile, tox.ini, CI workflows), sphinx-book-theme (package.json scripts, tox.ini).
-SDISTS = {"attrs": "25.3.0", "coverage": "7.9.1", "sphinx-book-theme": "1.1.4"}
+#: coverage (Makefile, tox.ini, CI workflows), sphinx-book-theme (package.json scripts, tox.ini), black (tox.ini,
+#: a test workflow with a matrix expression beside a release one, docs/contributing/), flask (CONTRIBUTING.rst,
+#: tox.ini, tools configured in pyproject.toml).
+SDISTS = {"attrs": "25.3.0", "coverage": "7.9.1", "sphinx-book-theme": "1.1.4", "black": "24.4.2", "flask": "3.0.3"}
 CACHE = Path(os.environ.get("SKILLMILL_SDISTS") or ROOT / "build" / "sdists")
 
 
@@ -84,14 +87,37 @@ def command_of(skill: Skill, label: str) -> Item:
     return found[0]
 
 
+def matrix_form(run: str) -> re.Pattern:
+    """A CI line with its expressions (``$TOX_PYTHON``, ``${{ matrix.x }}``, ``$(...)``) as wildcards and its CI-only
+    ``--installpkg`` left out: what a runnable form of it must match."""
+    marked = re.sub(r"\$\{\{.*?\}\}|\$\(.*?\)|\$\w+", "\0", re.sub(r"\s--installpkg\s+\S+", "", run))
+    return re.compile(r"\S+".join(re.escape(part) for part in marked.strip().split("\0")))
+
+
+def assert_one_test_template(root: Path, skill: Skill) -> None:
+    """pytest is the runner: a template that runs one test, in a test file the checkout has."""
+    one = command_of(skill, "One test (template)").text.split("`")[1]
+    assert re.fullmatch(r"pytest (\S+\.py)::<test_name>", one), one
+    assert (root / one.split()[1].split("::")[0]).is_file()
+
+
+def stated_nowhere(skill: Skill, *commands: str) -> None:
+    """No command a file's mere presence implies (any agent knows them)."""
+    text = " ".join(i.text for i in skill.procedure)
+    for command in commands:
+        assert f"`{command}" not in text, (command, text)
+
+
 def assert_matches_ci(root: Path, item: Item) -> None:
-    """The item's command is what the workflow it cites runs, at the line it cites."""
+    """The item's command is what the workflow it cites runs (or one env of its matrix), at the line it cites."""
     command = item.text.split("`")[1]
     runs = ci_runs(root)
     cited = [e for e in item.evidence if e.trajectory.startswith(".github/workflows/")]
     assert cited, f"{item.text} cites no CI workflow"
     for evidence in cited:
-        assert any(command in run for run in runs[evidence.trajectory]), (command, runs[evidence.trajectory])
+        assert any(command in run or (at := re.search(rf"(?<![\w=-]){command.split()[0]}(?![\w-])", run))
+                   and matrix_form(run[at.start():]).fullmatch(command) for run in runs[evidence.trajectory]), \
+            (command, runs[evidence.trajectory])
         lines = (root / evidence.trajectory).read_text().split("\n")
         first = command.split()[0]
         assert all(first in lines[n - 1] for n in evidence.steps), [lines[n - 1] for n in evidence.steps]
@@ -105,10 +131,16 @@ def test_attrs_manual_runs_tests_and_type_checks_as_its_ci_does(tmp_path: Path) 
     assert found.repo == "attrs" and skill.name == "working-in-attrs" and found.seconds < 5
     for label in ("Tests", "Type-check"):
         assert_matches_ci(root, command_of(skill, label))
-    assert "-tests" in command_of(skill, "Tests").text and "-mypy" in command_of(skill, "Type-check").text
+    # CI writes `tox run -e $TOX_PYTHON-tests`: the manual gives an env of that matrix tox.ini defines
+    assert command_of(skill, "Tests").text.split("`")[1] == "tox run -e py313-tests"
+    assert command_of(skill, "Type-check").text.split("`")[1] == "tox run -e py313-mypy"
+    assert "it runs `coverage run -m pytest" in command_of(skill, "Tests").text
+    assert_one_test_template(root, skill)
     assert "tox" in found.targets and "pre-commit" in found.targets["tox"]
     lint = [f.command for f in found.commands("lint")]
-    assert "tox -e pre-commit" in lint and "pre-commit run --all-files" in lint
+    assert lint[0] == "tox -e pre-commit" and lint[-1].startswith("uvx zizmor")  # zizmor.yml audits workflows
+    assert ("pre-commit", "lint") in [(f.command, f.purpose) for f in found.configured()]
+    assert "pre-commit run --all-files" not in lint  # .pre-commit-config.yaml configures hooks, states no command
 
 
 def test_coverage_manual_matches_its_makefile_and_ci(tmp_path: Path) -> None:
@@ -138,8 +170,60 @@ def test_sphinx_book_theme_npm_scripts(tmp_path: Path) -> None:
     assert build and build[0].purpose == "build"
     assert '"build"' in (root / "package.json").read_text().split("\n")[build[0].line - 1]
     assert found.targets["npm"] == ["build"]
-    assert any(f.command == "npm ci" for f in found.commands("install"))
-    assert "npm run build" in [i.text.split("`")[1] for i in items(found)]
+    assert not found.commands("install")  # package.json and its lock file state no `npm ci`
+    assert "npm run build" in [f.command for f in found.commands("build")]
+    # its contributing docs say how: `tox -e compile` builds the assets (and wraps the npm script)
+    assert command_of(manual(found), "Build").text.split("`")[1] == "tox -e compile"
+
+
+def test_black_tests_come_from_its_test_workflow_and_tox_not_its_release_workflow(tmp_path: Path) -> None:
+    root = sdist("black", tmp_path)
+    found = scan(root)
+    skill = manual(found)
+    tests = command_of(skill, "Tests")
+    cited = {e.trajectory: e.steps for e in tests.evidence}
+    # the docs' `tox -e py`, with what the main test workflow runs (a matrix: `tox -e ci-py$(...)`, test.yml:53)
+    assert tests.text.split("`")[1] == "tox -e py" and "CI runs `tox -e ci-py311`" in tests.text
+    assert ".github/workflows/release_tests.yml" not in cited and "release_tests" not in tests.text
+    workflow = (root / ".github/workflows/test.yml").read_text().split("\n")
+    assert all("tox -e ci-py$(" in workflow[n - 1] for n in cited[".github/workflows/test.yml"])
+    assert "ci-py311" in [e for p in found.targets["tox"] for e in expand(p)]
+    # and what tox runs underneath, at its tox.ini line, so an agent can run pytest directly
+    assert "it runs `pytest tests --run-optional no_jupyter`" in tests.text
+    assert all("pytest tests" in (root / "tox.ini").read_text().split("\n")[n - 1] for n in cited["tox.ini"])
+    assert_one_test_template(root, skill)
+    stated_nowhere(skill, "python -m build", "pip install -e .`", "docker build", "mypy")
+    setup = [i for i in skill.procedure if i.text.startswith("Set up:")]
+    assert len(setup) == 1 and setup[0].text.split("`")[1] == "pip install -r test_requirements.txt && pip install -e .[d]"
+    assert "mypy (type-check)" in command_of(skill, "Configured, no command stated").text
+    assert short(skill)
+    paths = [p.path for p in found.layout]
+    assert "src/" not in paths and {"src/black/", "tests/"} <= set(paths) and "docs/" not in paths
+
+
+def test_flask_states_what_its_contributing_guide_says_and_configured_tools_as_configured(tmp_path: Path) -> None:
+    root = sdist("flask", tmp_path)
+    skill = manual(scan(root))
+    contributing = (root / "CONTRIBUTING.rst").read_text().split("\n")
+    setup = command_of(skill, "Set up")
+    assert setup.text.split("`")[1] == "pip install -r requirements/dev.txt && pip install -e ."
+    assert setup.evidence[0].trajectory == "CONTRIBUTING.rst" and "requirements/dev.txt" in contributing[
+        setup.evidence[0].steps[0] - 1]
+    assert "it runs `pytest -v --tb=short`" in command_of(skill, "Tests").text
+    assert_one_test_template(root, skill)
+    assert command_of(skill, "Docs").text.split("`")[1] == "cd docs && make html"
+    stated_nowhere(skill, "python -m build", "ruff check .", "pip install -e .`")
+    assert not [i for i in skill.procedure if i.text.startswith(("Build:", "Lint:"))]
+    configured = command_of(skill, "Configured, no command stated")
+    line = configured.evidence[0].steps[0]
+    assert "ruff (lint)" in configured.text and (root / "pyproject.toml").read_text().split("\n")[line - 1] == \
+        "[tool.ruff]"
+    assert short(skill)
+
+
+def short(skill: Skill) -> bool:
+    """Worth loading on every task: the scanned manual's body stays under ~300 tokens (4 characters a token)."""
+    return len(render(skill).split("\n---\n", 1)[1]) / 4 < 300
 
 
 def test_this_repository() -> None:
@@ -171,23 +255,23 @@ def test_cli_writes_a_candidate_then_proposes_changes_to_the_approved_manual(tmp
     root = sdist("sphinx-book-theme", tmp_path)
     code, out = cli("scan", str(root))
     assert code == 0 and "Manual: working-in-sphinx-book-theme (new candidate)" in out
-    assert "npm run build" in out and "[package.json:5]" in out
+    assert "tox -e compile" in out and "tox.ini:24]" in out
     lib = Library(Path(os.environ["SKILLMILL_HOME"]) / "skills")
     stored = lib.get("working-in-sphinx-book-theme")
     assert stored is not None and stored.skill.status == "candidate"
-    assert "<!-- from package.json:5 -->" in stored.file.read_text()
+    assert "tox.ini:24 -->" in stored.file.read_text()
     assert "(unchanged)" in cli("scan", str(root))[1]
     code, out = cli("scan", "--json", str(root))
     data = json.loads(out)
-    assert data["result"] == "unchanged" and data["commands"]["build"][1]["cite"] == "package.json:5"
+    assert data["result"] == "unchanged" and "package.json:5" in [c["cite"] for c in data["commands"]["build"]]
     assert cli("review", "approve", "working-in-sphinx-book-theme", "--by", "tester")[0] == 0
     scripts = json.loads((root / "package.json").read_text())
-    scripts["scripts"]["lint"] = "eslint src"
+    scripts["scripts"]["typecheck"] = "tsc --noEmit"
     (root / "package.json").write_text(json.dumps(scripts, indent=2))
     code, out = cli("scan", str(root))
     assert "proposed change to the approved manual" in out
     assert lib.get("working-in-sphinx-book-theme").skill.status == "approved"  # untouched until a person decides
-    assert "npm run lint" in lib.proposal("working-in-sphinx-book-theme").file.read_text()
+    assert "npm run typecheck" in lib.proposal("working-in-sphinx-book-theme").file.read_text()
 
 
 def test_cli_errors_are_clear(tmp_path: Path) -> None:

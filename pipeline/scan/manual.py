@@ -10,25 +10,25 @@ new scan, and a new session-built manual carries the scanned items over (:func:`
 
 from __future__ import annotations
 
+import os
+import re
 from collections import defaultdict
 from collections.abc import Iterable
+from pathlib import Path
 
 from pipeline.distill.facts import RepoFact
 from pipeline.distill.naming import bounded, repo_label
 from pipeline.distill.repo import repo_skill_name
 from pipeline.library.model import Evidence, Item, Skill, is_file_ref
 from pipeline.library.store import Library
-from pipeline.scan.reader import PURPOSES, Finding, Scan, normal
+from pipeline.scan.reader import PURPOSES, Finding, Scan, normal, runnable, side_workflow, tool_of, underneath
 
 LABEL = {"install": "Set up", "build": "Build", "test": "Tests", "one-test": "One test", "lint": "Lint",
          "format": "Format", "type-check": "Type-check", "run": "Run", "docs": "Docs"}
-#: Commands listed per purpose: the most authoritative first (what CI runs, then the docs, then task runners).
-PER_PURPOSE = {"install": 2, "build": 2}
 MAX_CITES = 3
 _ORIGIN = {"ci": "CI", "instructions": "the instruction files", "docs": "the docs", "make": "the Makefile",
            "just": "the justfile", "tox": "tox.ini", "nox": "noxfile.py", "npm": "package.json",
-           "pyproject": "pyproject.toml", "pre-commit": "pre-commit", "cargo": "Cargo.toml", "go": "go.mod",
-           "docker": "the Dockerfile"}
+           "pyproject": "pyproject.toml", "config": "its configuration"}
 #: Headings of the notes a scan owns (replaced by the next scan, carried over by session rebuilds).
 LAYOUT = "## Layout (from the checkout)"
 POINTERS = "## Instruction files (from the checkout)"
@@ -41,17 +41,111 @@ def scanned(item: Item) -> bool:
 
 
 def items(scan: Scan, facts: Iterable[RepoFact] = ()) -> list[Item]:
-    """The scan's commands by purpose, each citing where it was found and what sessions showed of it."""
+    """The scan's commands by purpose, one per purpose, each citing where it was found and what sessions
+    showed of it; the test command with what it runs underneath and the form that runs one test; then the
+    tools the repository configures where it states no command."""
     by_command = _facts_by_command(facts)
     out: list[Item] = []
+    runner: Finding | None = None  # where the test runner shows
     for purpose in PURPOSES:
-        for finding in scan.commands(purpose)[: PER_PURPOSE.get(purpose, 1)]:
+        chosen = scan.commands(purpose)[:1]
+        if purpose == "one-test" and not chosen:
+            out += _one_test(scan, runner)
+        for finding in chosen:
             cites = scan.cites(finding)[:MAX_CITES]
+            command = finding.command
+            if purpose == "install":
+                block = _block(scan, finding)
+                command, cites = " && ".join(f.command for f in block), list(dict.fromkeys(block + cites))
             origins = list(dict.fromkeys(_ORIGIN[c.origin] for c in cites))
+            said = " and ".join(origins[:2])
+            if finding.written:  # CI wrote it with a matrix expression
+                said += ", one env of its matrix" if re.search(r"\s(-e|-s)\s", command) else ", each env of its matrix"
             verdict, sessions = _verdict(finding, by_command)
-            text = f"{LABEL[purpose]}: `{finding.command}` (from {' and '.join(origins[:2])}{verdict})."
-            out.append(Item(text=text, evidence=_evidence(cites) + sessions))
+            text = f"{LABEL[purpose]}: `{command}` (from {said}{verdict})"
+            if purpose == "test":
+                ci = _ci_beside(scan, finding)
+                if ci is not None and normal(ci.command) != normal(command):
+                    text += f"; CI runs `{ci.command}`"
+                    cites.append(ci)
+                runner = finding if normal(command).split()[0] in ("pytest", "py.test") else None
+                below = underneath(scan, command)
+                if below is not None:
+                    under = Finding("test", below[0], below[2], below[1], "tox")
+                    text += f"; it runs `{below[0]}` ({below[2]})"
+                    cites.append(under)
+                    runner = under if re.search(r"\b(pytest|py\.test)\b", below[0]) else runner
+                    if below[2] == "package.json":
+                        runner = finding if re.match(r"^(jest|vitest|mocha)\b", below[0]) else None
+            out.append(Item(text=text + ".", evidence=_evidence(cites) + sessions))
+    configured = [f for f in scan.configured() if not scan.commands(f.purpose)
+                  and not (f.purpose == "test" and (runner is not None or scan.commands("test")))]
+    if configured:
+        tools = list(dict.fromkeys(f"{f.command} ({LABEL[f.purpose].lower()})" for f in configured))
+        files = list(dict.fromkeys(f.file for f in configured))
+        out.append(Item(text=f"Configured, no command stated: {', '.join(tools)} "
+                             f"(in {' and '.join(files)}).", evidence=_evidence(configured)))
     return out
+
+
+def _block(scan: Scan, first: Finding) -> list[Finding]:
+    """The set-up commands written together with ``first`` (the same line or the lines right after it)."""
+    same = sorted((f for f in scan.findings if f.purpose == "install" and f.file == first.file
+                   and f.origin == first.origin and abs(f.line - first.line) <= 4), key=lambda f: f.line)
+    start = same.index(first)
+    while start > 0 and same[start].line - same[start - 1].line <= 1:
+        start -= 1
+    block: list[Finding] = []
+    for f in same[start:]:
+        if block and (f.line - block[-1].line > 1 or f.line != block[-1].line
+                      and tool_of(f.command) != tool_of(block[-1].command)):
+            break  # a gap, or another tool on the next line: an alternative ("either of these"), not a step
+        if normal(f.command) not in {normal(b.command) for b in block}:
+            block.append(f)
+    return block if first in block else [first]
+
+
+def _ci_beside(scan: Scan, finding: Finding) -> Finding | None:
+    """What the main CI runs with the same tool, when the chosen command is not CI's own."""
+    if finding.origin == "ci":
+        return None
+    same = [f for f in scan.commands("test") if f.origin == "ci" and tool_of(f.command) == tool_of(finding.command)
+            and not side_workflow(f.file) and runnable(f.command)]
+    same.sort(key=lambda f: ("pypy" in f.command, f.file, f.line))  # the CPython matrix before PyPy's
+    if not same:
+        return None
+    shown = same[0].command.split(" -- ")[0]
+    return Finding(same[0].purpose, shown, same[0].file, same[0].line, "ci", same[0].written)
+
+
+def _one_test(scan: Scan, runner: Finding | None) -> list[Item]:
+    """A template for running one test, only when the runner is known (pytest, or npm's jest/vitest/mocha)."""
+    if runner is None:
+        configured = [f for f in scan.configured() if f.purpose == "test" and f.command == "pytest"]
+        runner = configured[0] if configured and not scan.commands("test") else None
+    if runner is None:
+        return []
+    if runner.file == "package.json" or normal(runner.command).split()[0] in ("npm", "yarn", "pnpm"):
+        tool = normal(runner.command).split()[0]
+        form = f"{tool} test -- <file>"
+    elif scan.tests_dir is None:
+        return []
+    else:
+        words = runner.command.split()
+        at = next((i for i, w in enumerate(words) if w in ("pytest", "py.test")), None)
+        prefix = " ".join(words[: at + 1]) if at is not None and runner.origin != "tox" else "pytest"
+        form = f"{prefix} {_test_file(scan)}::<test_name>"
+    return [Item(text=f"One test (template): `{form}` (the runner per {_ORIGIN[runner.origin]}).",
+                 evidence=_evidence([runner]))]
+
+
+def _test_file(scan: Scan) -> str:
+    folder = Path(scan.root) / (scan.tests_dir or "tests/")
+    try:
+        names = sorted(n for n in os.listdir(folder) if re.match(r"^test_\w+\.py$", n))
+    except OSError:
+        names = []
+    return f"{scan.tests_dir}{names[0]}" if names else f"{scan.tests_dir}<file>.py"
 
 
 def _evidence(cites: list[Finding]) -> list[Evidence]:
@@ -104,8 +198,10 @@ def notes(scan: Scan) -> str:
     lines: list[str] = []
     if scan.layout:
         lines.append(LAYOUT)
-        for place in scan.layout:
-            lines.append(f"- `{place.path}` ({place.kind})")
+        for kind, said in (("package", "code"), ("entry", "entry points"), ("tests", "tests")):
+            paths = [f"`{p.path}`" for p in scan.layout if p.kind == kind]
+            if paths:
+                lines.append(f"- {said}: {', '.join(paths)}")
         lines.append("")
     if scan.instructions:
         lines.append(POINTERS)
@@ -145,7 +241,8 @@ def manual(scan: Scan, existing: Skill | None = None, facts: Iterable[RepoFact] 
 
 
 def _description(label: str, found: list[Item], scan: Scan) -> str:
-    purposes = list(dict.fromkeys(i.text.split(":", 1)[0].lower() for i in found))
+    purposes = list(dict.fromkeys(i.text.split(":", 1)[0].removesuffix(" (template)").lower() for i in found
+                                  if not i.text.startswith("Configured")))
     what = (", ".join(purposes[:-1]) + f" and {purposes[-1]}") if len(purposes) > 1 else "".join(purposes)
     tests = next((i.text.split("`")[1] for i in found if i.text.startswith("Tests:")), None)
     runs = f" (tests: `{tests}`)" if tests else ""

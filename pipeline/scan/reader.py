@@ -36,13 +36,17 @@ SKIP_DIRS = frozenset({".git", ".hg", ".svn", "node_modules", ".venv", "venv", "
 #: The purposes a manual lists commands under, in its order.
 PURPOSES = ("install", "build", "test", "one-test", "lint", "format", "type-check", "run", "docs")
 #: Where a command was found, most authoritative first: what CI runs is what the project holds itself to.
-ORIGINS = ("ci", "instructions", "docs", "make", "just", "tox", "nox", "npm", "pyproject", "pre-commit", "cargo",
-           "go", "docker")
+#: ``config`` is a tool a file configures (``[tool.ruff]``, ``.pre-commit-config.yaml``) without stating a command:
+#: said as configured, never listed as a command. A file's mere presence states nothing (no ``python -m build``
+#: for every pyproject.toml, no ``cargo test`` for every Cargo.toml): any agent knows those.
+ORIGINS = ("ci", "instructions", "docs", "make", "just", "tox", "nox", "npm", "pyproject", "config")
 INSTRUCTION_FILES = ("CLAUDE.md", "AGENTS.md", "GEMINI.md", "CONVENTIONS.md", ".cursorrules",
                      ".github/copilot-instructions.md")
 DOC_FILES = ("README.md", "README.rst", "README.txt", "README", "CONTRIBUTING.md", "CONTRIBUTING.rst",
              ".github/CONTRIBUTING.md", "docs/CONTRIBUTING.md", "HACKING.md", "DEVELOPMENT.md", "docs/development.md",
              "docs/contributing.md", "docs/contributing.rst", "docs/development.rst", "doc/contributing.rst")
+#: Folders whose pages are the development docs (``docs/contributing/the_basics.md``), a few pages each.
+DOC_DIRS = ("docs/contributing", "docs/development", "doc/contributing", "doc/development")
 
 
 class ScanError(UsageError):
@@ -58,6 +62,7 @@ class Finding:
     file: str  # relative to the checkout, '/'-separated
     line: int  # 1-based
     origin: str
+    written: str = ""  # the command as the file writes it, when that is not runnable as is (``${{ matrix.x }}``)
 
     @property
     def cite(self) -> str:
@@ -82,26 +87,52 @@ class Scan:
     layout: list[Place] = field(default_factory=list)
     instructions: list[str] = field(default_factory=list)
     targets: dict[str, list[str]] = field(default_factory=dict)  # make / npm / just / tox / nox -> names
+    #: what a tox env or nox session runs: ``tox:<section>`` / ``nox:<session>`` -> [(line, command)]
+    runs: dict[str, list[tuple[int, str]]] = field(default_factory=dict)
+    tests_dir: str | None = None
     files_read: list[str] = field(default_factory=list)
     truncated: bool = False
     seconds: float = 0.0
 
     def commands(self, purpose: str) -> list[Finding]:
-        """The findings of one purpose, most authoritative origin first, one per command."""
-        mine = [f for f in self.findings if f.purpose == purpose]
+        """The commands stated for one purpose, most authoritative first, one per command.
+
+        What the main CI workflows run comes first, then the instruction files and the docs (the docs
+        first for setting up: CI installs for CI, the docs for development), then a CI command rewritten
+        into a runnable form, then task runners; workflows that release, publish or benchmark come last.
+        """
+        mine = [f for f in self.findings if f.purpose == purpose and f.origin != "config"]
         agree: dict[str, int] = defaultdict(int)
         for f in mine:
             agree[normal(f.command)] += 1
         seen: dict[str, Finding] = {}
-        for f in sorted(mine, key=lambda f: (_RANK[f.origin], -agree[normal(f.command)], *_authority(f)[1:])):
+        for f in sorted(mine, key=lambda f: (_tier(f), -agree[normal(f.command)], f.file, f.line)):
             seen.setdefault(normal(f.command), f)
+        ranked = list(seen.values())
+        top = ranked[0] if ranked else None
+        if top is not None and top.origin == "ci" and top.written:  # CI's is one env of a matrix: the docs' form
+            # of the same tool is the one to type here
+            local = [f for f in ranked if f.origin in ("instructions", "docs") and runnable(f.command)
+                     and not re.search(r"[{<]", f.command) and not f.file.upper().startswith("README")
+                     and tool_of(f.command) == tool_of(top.command)]
+            if local:
+                ranked.remove(local[0])
+                ranked.insert(0, local[0])
+        return ranked
+
+    def configured(self) -> list[Finding]:
+        """Tools a file configures without stating a command (``[tool.ruff]``), one per tool and purpose."""
+        seen: dict[tuple[str, str], Finding] = {}
+        for f in self.findings:
+            if f.origin == "config":
+                seen.setdefault((f.command, f.purpose), f)
         return list(seen.values())
 
     def cites(self, finding: Finding) -> list[Finding]:
         """Every place that gives the same command for the same purpose, most authoritative first."""
         same = normal(finding.command)
-        return sorted((f for f in self.findings if f.purpose == finding.purpose and normal(f.command) == same),
-                      key=_authority)
+        return sorted((f for f in self.findings if f.purpose == finding.purpose and normal(f.command) == same
+                       and f.origin != "config"), key=lambda f: (_tier(f), f.file, f.line))
 
     def contract(self) -> dict:
         """What ``skillmill scan --json`` prints."""
@@ -109,19 +140,51 @@ class Scan:
                 "truncated": self.truncated,
                 "commands": {p: [asdict(f) | {"cite": f.cite} for f in self.commands(p)] for p in PURPOSES
                              if self.commands(p)},
+                "configured": [{"tool": f.command, "purpose": f.purpose, "cite": f.cite} for f in self.configured()],
                 "layout": [asdict(p) for p in self.layout], "instructions": self.instructions,
                 "targets": self.targets}
 
 
 _RANK = {o: i for i, o in enumerate(ORIGINS)}
-#: The workflows that gate changes, before the ones that publish, benchmark or build a docset.
-_MAIN_WORKFLOW = re.compile(r"(^|[/_-])(ci|tests?|testsuite|main|checks?|lint|quality|build|push|pr|pull_request)"
-                            r"\.ya?ml$")
+#: Workflows that release, publish, benchmark or babysit: what they run is not how changes are checked.
+_SIDE_WORKFLOW = re.compile(r"release|publish|deploy|upload|pypi|bench|nightly|docker|fuzz|diff[_-]?shades|"
+                            r"changelog|stale|label|codeql|zizmor|scorecard|dependabot|backport|comment|triage",
+                            re.I)
+#: A shell or CI expression: the command cannot be run as written.
+_EXPRESSION = re.compile(r"\$\{\{|\$\(|\$\{?[A-Za-z_]|`")
 
 
-def _authority(f: Finding) -> tuple:
-    side = 0 if f.origin != "ci" or _MAIN_WORKFLOW.search(f.file) or f.file == ".gitlab-ci.yml" else 1
-    return (_RANK[f.origin], side, f.file, f.line)
+def side_workflow(file: str) -> bool:
+    return file.startswith(".github/workflows/") and bool(_SIDE_WORKFLOW.search(file.rsplit("/", 1)[-1]))
+
+
+def runnable(command: str) -> bool:
+    return not _EXPRESSION.search(command)
+
+
+def _tier(f: Finding) -> float:
+    """Lower is more authoritative; see :meth:`Scan.commands`."""
+    if f.origin == "ci":
+        if side_workflow(f.file):
+            tier = 20.0
+        elif not runnable(f.command):
+            tier = 30.0  # not even a runnable form was found
+        else:
+            tier = 3.0 if f.purpose == "install" else 0.5 if f.written else 0.0  # .5: rewritten from a matrix
+            tier += 1.0 if "pypy" in f.command else 0.0  # the CPython matrix's command before PyPy's
+    else:
+        tier = float(_RANK[f.origin])
+        if not runnable(f.command):
+            tier += 30
+    return tier
+
+
+def tool_of(command: str) -> str:
+    """The program a command runs, past its wrappers: ``uvx --with=tox-uv tox run -e x`` -> ``tox``."""
+    bare = normal(command)
+    while (m := _WRAPPERS.match(bare)) and m.end() < len(bare):
+        bare = bare[m.end():]
+    return (bare.split() or [""])[0]
 
 
 def normal(command: str) -> str:
@@ -193,8 +256,12 @@ def command_purpose(command: str) -> str | None:
         if pattern.search(bare):
             return purpose
     if words[0] == "tox" or words[0] == "nox":
-        env = _TOX_ENV.search(" " + bare) if words[0] == "tox" else _NOX_SESSION.search(" " + bare)
+        marked = re.sub(r"\$\{\{.*?\}\}", "${{}}", bare)
+        env = _TOX_ENV.search(" " + marked) if words[0] == "tox" else _NOX_SESSION.search(" " + marked)
         name = next((g for g in env.groups() if g), "") if env else ""
+        if name and not runnable(name):  # `-e ${{ matrix.env }}`: a matrix of envs is the test suite's
+            name = re.sub(r"\$\{\{\}\}|\$\([^)]*\)|\$\{?\w+\}?", "", name).strip("-_")
+            return named_purpose(name) if name else "test"
         return named_purpose(name.split(",")[0]) if name else "test"  # an env of unknown purpose says nothing
     if words[0] in ("make", "just") and len(words) > 1 and not words[1].startswith("-"):
         return named_purpose(words[1])
@@ -284,7 +351,9 @@ def scan(path: str | Path = ".", *, max_files: int = MAX_FILES, on_file: Callabl
             if on_file is not None:
                 on_file(relative)
             reader.read(relative, text, result)
+    _runnable_forms(result)
     result.layout = _layout(root, top, ignored, result)
+    result.tests_dir = next((p.path for p in result.layout if p.kind == "tests"), None)
     result.files_read = budget.read
     result.truncated = budget.truncated
     result.seconds = round(time.monotonic() - started, 3)
@@ -480,9 +549,8 @@ class _PackageJson(_Reader):
             command = f"{tool} test" if name == "test" else f"{tool} run {name}"
             _add(scan, named_purpose(name) or ("run" if name in ("start", "dev", "serve") else None), command,
                  relative, number, "npm")
-        install = {"npm": "npm ci" if "package-lock.json" in top else "npm install", "yarn": "yarn install",
-                   "pnpm": "pnpm install"}[tool]
-        _add(scan, "install", install, relative, 1, "npm")
+            if isinstance(scripts[name], str):
+                scan.runs[f"npm:{name}"] = [(number, scripts[name])]
 
 
 def _toml_line(lines: list[str], header: str, key: str | None = None) -> int:
@@ -495,9 +563,9 @@ def _toml_line(lines: list[str], header: str, key: str | None = None) -> int:
 
 class _Pyproject(_Reader):
     names = ("pyproject.toml",)
-    _TOOLS = (("pytest.ini_options", "test", "pytest"), ("ruff", "lint", "ruff check ."),
-              ("ruff", "format", "ruff format ."), ("black", "format", "black ."), ("isort", "format", "isort ."),
-              ("mypy", "type-check", "mypy"), ("pyright", "type-check", "pyright"), ("flake8", "lint", "flake8"))
+    _TOOLS = (("pytest.ini_options", "test", "pytest"), ("ruff", "lint", "ruff"), ("black", "format", "black"),
+              ("isort", "format", "isort"), ("mypy", "type-check", "mypy"), ("pyright", "type-check", "pyright"),
+              ("flake8", "lint", "flake8"), ("pylint", "lint", "pylint"))
 
     def read(self, relative: str, text: str, scan: Scan) -> None:
         try:
@@ -510,8 +578,8 @@ class _Pyproject(_Reader):
             table: object = tool
             for part in section.split("."):
                 table = table.get(part) if isinstance(table, dict) else None
-            if isinstance(table, dict):
-                _add(scan, purpose, command, relative, _toml_line(lines, f"tool.{section}"), "pyproject")
+            if isinstance(table, dict):  # configured, not a command anyone states
+                _add(scan, purpose, command, relative, _toml_line(lines, f"tool.{section}"), "config")
         scripts = data.get("project", {}).get("scripts") if isinstance(data.get("project"), dict) else None
         for name in (scripts or {}) if isinstance(scripts, dict) else ():
             _add(scan, "run", name, relative, _toml_line(lines, "project.scripts", name), "pyproject")
@@ -525,10 +593,6 @@ class _Pyproject(_Reader):
         for name in pdm if isinstance(pdm, dict) else ():
             _add(scan, named_purpose(name), f"pdm run {name}", relative, _toml_line(lines, "tool.pdm.scripts", name),
                  "pyproject")
-        if isinstance(data.get("build-system"), dict):
-            _add(scan, "build", "python -m build", relative, _toml_line(lines, "build-system"), "pyproject")
-            if isinstance(data.get("project"), dict):
-                _add(scan, "install", "pip install -e .", relative, _toml_line(lines, "project"), "pyproject")
 
 
 class _Tox(_Reader):
@@ -536,17 +600,40 @@ class _Tox(_Reader):
 
     def read(self, relative: str, text: str, scan: Scan) -> None:
         envs = scan.targets.setdefault("tox", [])
+        section: str | None = None
+        key = ""
         for number, line in enumerate(text.split("\n"), 1):
-            match = re.match(r"^\[(tox|testenv)(?::([^\]]+))?\]", line.strip())
-            if not match:
+            match = re.match(r"^\[(tox|testenv|pytest)(?::([^\]]+))?\]", line.strip())
+            if match:
+                section, key = None, ""
+                if match.group(1) == "tox":
+                    section = "[tox]"
+                    _add(scan, "test", "tox", relative, number, "tox")
+                elif match.group(1) == "pytest":
+                    _add(scan, "test", "pytest", relative, number, "config")
+                else:
+                    name = (match.group(2) or "").strip()
+                    section = name
+                    scan.runs.setdefault(f"tox:{name}", [])
+                    if name:
+                        envs.append(name)
+                    if name and "{" not in name:
+                        _add(scan, named_purpose(name), f"tox -e {name}", relative, number, "tox")
                 continue
-            if match.group(1) == "tox":
-                _add(scan, "test", "tox", relative, number, "tox")
-            elif match.group(2):
-                name = match.group(2).strip()
-                envs.append(name)
-                if "{" not in name:
-                    _add(scan, named_purpose(name), f"tox -e {name}", relative, number, "tox")
+            if line.startswith("["):
+                section = None
+            if section is None or not line.strip() or line.lstrip().startswith(("#", ";")):
+                continue
+            assigned = re.match(r"^([\w-]+)\s*=\s*(.*)$", line)
+            if assigned and not line[0].isspace():
+                key, line = assigned.group(1), assigned.group(2)
+            if section == "[tox]":
+                if key in ("envlist", "env_list"):  # the env list's names, before the sections'
+                    listed = [e.strip() for e in re.split(r",(?![^{]*\})|\s+", line) if e.strip()]
+                    envs[:0] = [e for e in listed if e not in envs]
+                continue
+            if key == "commands" and line.strip():
+                scan.runs[f"tox:{section}"].append((number, line.strip()))
 
 
 class _Noxfile(_Reader):
@@ -565,42 +652,34 @@ class _Noxfile(_Reader):
             if name:
                 sessions.append(name)
                 _add(scan, named_purpose(name), f"nox -s {name}", relative, number, "nox")
+                body = []
+                for at in range(number, min(len(lines), number + 60)):
+                    if at > number and re.match(r"^(@|def |class )", lines[at]):
+                        break
+                    run = re.search(r"session\.run\(\s*((?:['\"][^'\"]*['\"]\s*,?\s*)+)", lines[at])
+                    if run:
+                        body.append((at + 1, " ".join(re.findall(r"['\"]([^'\"]*)['\"]", run.group(1)))))
+                scan.runs[f"nox:{name}"] = body
 
 
 class _PreCommit(_Reader):
     names = (".pre-commit-config.yaml",)
 
     def read(self, relative: str, text: str, scan: Scan) -> None:
-        _add(scan, "lint", "pre-commit run --all-files", relative, 1, "pre-commit")
+        _add(scan, "lint", "pre-commit", relative, 1, "config")
 
 
-class _Cargo(_Reader):
-    names = ("Cargo.toml",)
-
-    def read(self, relative: str, text: str, scan: Scan) -> None:
-        line = _toml_line(text.split("\n"), "package") if "[package]" in text else _toml_line(text.split("\n"),
-                                                                                                "workspace")
-        for purpose, command in (("build", "cargo build"), ("test", "cargo test"), ("lint", "cargo clippy"),
-                                 ("format", "cargo fmt"), ("run", "cargo run")):
-            _add(scan, purpose, command, relative, line, "cargo")
-
-
-class _GoMod(_Reader):
-    names = ("go.mod",)
+class _SetupCfg(_Reader):
+    names = ("setup.cfg", "pytest.ini", ".flake8", "mypy.ini")
+    _SECTIONS = {"tool:pytest": ("test", "pytest"), "pytest": ("test", "pytest"), "flake8": ("lint", "flake8"),
+                 "mypy": ("type-check", "mypy")}
 
     def read(self, relative: str, text: str, scan: Scan) -> None:
-        line = next((i for i, raw in enumerate(text.split("\n"), 1) if raw.startswith("module ")), 1)
-        for purpose, command in (("build", "go build ./..."), ("test", "go test ./..."), ("lint", "go vet ./..."),
-                                 ("format", "gofmt -l .")):
-            _add(scan, purpose, command, relative, line, "go")
-
-
-class _Dockerfile(_Reader):
-    names = ("Dockerfile",)
-
-    def read(self, relative: str, text: str, scan: Scan) -> None:
-        first = next((i for i, raw in enumerate(text.split("\n"), 1) if raw.upper().startswith("FROM ")), 1)
-        _add(scan, "build", "docker build .", relative, first, "docker")
+        for number, line in enumerate(text.split("\n"), 1):
+            match = re.match(r"^\[([\w:-]+)\]", line)
+            if match and match.group(1) in self._SECTIONS:
+                purpose, tool = self._SECTIONS[match.group(1)]
+                _add(scan, purpose, tool, relative, number, "config")
 
 
 class _Docs(_Reader):
@@ -613,6 +692,10 @@ class _Docs(_Reader):
             with contextlib.suppress(OSError):
                 yield from (f".cursor/rules/{n}" for n in sorted(os.listdir(rules))[:20])
         yield from (n for n in DOC_FILES if n in top or "/" in n)
+        for folder in DOC_DIRS:
+            with contextlib.suppress(OSError):
+                yield from (f"{folder}/{n}" for n in sorted(os.listdir(root / folder))[:8]
+                            if n.endswith((".md", ".rst")) and f"{folder}/{n}" not in DOC_FILES)
 
     def read(self, relative: str, text: str, scan: Scan) -> None:
         instruction = relative in INSTRUCTION_FILES or relative.startswith(".cursor/rules/")
@@ -621,23 +704,27 @@ class _Docs(_Reader):
         origin = "instructions" if instruction else "docs"
         fence: str | None = None
         shell = False
+        cwd = ""  # a `cd docs` earlier in the same block: the commands after it run there
         lines = text.split("\n")
         for number, raw in enumerate(lines, 1):
             stripped = raw.strip()
             opening = re.match(r"^(`{3,}|~{3,})\s*([\w+-]*)", stripped)
             if opening and fence is None:
                 language = opening.group(2).lower()
-                fence, shell = opening.group(1), language in ("", "bash", "sh", "shell", "zsh")
+                fence, shell, cwd = opening.group(1), language in ("", "bash", "sh", "shell", "zsh"), ""
                 continue
             if fence is not None and stripped.startswith(fence):
-                fence = None
+                fence, cwd = None, ""
                 continue
             if re.match(r"^\.\. (code-block|code|sourcecode)::\s*(bash|sh|shell|console)", stripped):
                 shell = True
                 continue
             candidate = None
-            if stripped.startswith("$ "):
-                candidate = stripped[2:]
+            prompt = re.match(r"^(?:\([\w.-]+\)\s*)?\$\s+(.*)$", stripped)  # "$ make", "(.venv)$ make"
+            if fence is None and not prompt and stripped and not stripped.startswith((".. ", ":")):
+                cwd = ""  # prose between `$ ` lines ends a block
+            if prompt:
+                candidate = re.sub(r"\s#\s.*$", "", prompt.group(1)).strip()
             elif fence is not None and shell:
                 candidate = stripped
             elif fence is None and instruction and (inline := re.findall(r"`([^`]{3,120})`", stripped)):
@@ -648,11 +735,133 @@ class _Docs(_Reader):
                 continue
             if candidate and not candidate.startswith(("#", ">>>", "...")):
                 for part in re.split(r"\s*(?:&&|;)\s*", candidate):
-                    _add(scan, command_purpose(part), part, relative, number, origin)
+                    moved = re.match(r"^cd\s+([\w./-]+)$", part)
+                    if moved:
+                        cwd = "" if moved.group(1) in ("..", "-", "~") else moved.group(1)
+                        continue
+                    purpose = command_purpose(part)
+                    _add(scan, purpose, f"cd {cwd} && {part}" if cwd and purpose else part, relative, number, origin)
 
 
 _READERS: tuple[_Reader, ...] = (_Workflows(), _Docs(), _Makefile(), _Justfile(), _Tox(), _Noxfile(), _PackageJson(),
-                                  _Pyproject(), _PreCommit(), _Cargo(), _GoMod(), _Dockerfile())
+                                  _Pyproject(), _SetupCfg(), _PreCommit())
+
+
+# -- CI commands written with expressions, and what a tox env or nox session runs ------------------
+def expand(pattern: str) -> list[str]:
+    """A tox env pattern's names: ``{,ci-}py{38,311}`` -> ``py38, py311, ci-py38, ci-py311``."""
+    match = re.search(r"\{([^{}]*)\}", pattern)
+    if not match:
+        return [pattern]
+    return [name for choice in match.group(1).split(",")
+            for name in expand(pattern[:match.start()] + choice.strip() + pattern[match.end():])]
+
+
+def tox_envs(scan: Scan) -> list[str]:
+    """Every env name tox.ini defines (its env list and sections), expanded."""
+    names: list[str] = []
+    for pattern in scan.targets.get("tox", []):
+        names += expand(pattern)
+    return list(dict.fromkeys(names))
+
+
+def _version(name: str) -> tuple:
+    digits = re.findall(r"\d+", name)
+    return (0 if "pypy" in name else 1, int(digits[-1]) if digits else -1, name)
+
+
+def _runnable_forms(scan: Scan) -> None:
+    """Give a CI ``tox``/``nox`` command written with expressions (``tox -e ci-py$(...)``, ``-e ${{ matrix.env }}``)
+    a form that runs here: the newest tox env its pattern matches, or the whole env list."""
+    for at, f in enumerate(list(scan.findings)):
+        if f.origin != "ci" or runnable(f.command):
+            continue
+        marked = re.sub(r"\$\{\{.*?\}\}", "\0", f.command)
+        while re.search(r"\$\([^()]*\)", marked):
+            marked = re.sub(r"\$\([^()]*\)", "\0", marked)
+        marked = re.sub(r"\$\{?\w+\}?", "\0", marked)
+        words = marked.split()
+        tool = next((w for w in words if w in ("tox", "nox")), None)
+        if tool is None or "\0" in " ".join(words[:words.index(tool)]):
+            continue
+        rest = " ".join(words[words.index(tool):]).split(" -- ")[0]
+        rest = re.sub(r"\s--installpkg\s+\S+", "", rest)  # a wheel CI built first
+        env = (_TOX_ENV if tool == "tox" else _NOX_SESSION).search(" " + rest)
+        name = next((g for g in env.groups() if g), "") if env else ""
+        if "\0" in re.sub(r"\s(-e|--env|-s|--sessions?)\s*\S+", "", rest) or "\0" not in name:
+            continue  # an expression elsewhere than the env's name: no runnable form
+        parts = name.split("\0")
+        if all(not p for p in parts):
+            chosen = ""
+        else:
+            known = tox_envs(scan) if tool == "tox" else scan.targets.get("nox", [])
+            wanted = re.compile("^" + ".+".join(re.escape(p) for p in parts) + "$")
+            matches = sorted((n for n in known if wanted.match(n)), key=_version)
+            if not matches:
+                continue
+            chosen = matches[-1]
+        flag = env.group(0).strip() if env else ""
+        command = rest.replace(flag, f"{flag.split()[0]} {chosen}" if chosen and " " in flag else
+                               (flag[:2] + chosen if chosen else "")) if flag else rest
+        scan.findings[at] = Finding(f.purpose, " ".join(command.split()), f.file, f.line, f.origin, f.command)
+
+
+_RUNNER = re.compile(r"^(?:python3? -m |coverage run (?:-m )?)?(pytest|py\.test|unittest|nose2?|trial|stestr)\b|"
+                     r"(?:^|/)runtests\.py\b|^(?:jest|vitest|mocha|ava|tap)\b")
+
+
+def _tox_section(scan: Scan, env: str) -> tuple[str, list[str]]:
+    """The tox.ini section an env's commands come from, and the env's factors."""
+    factors = env.split("-")
+    for key in scan.runs:
+        if key.startswith("tox:") and key != "tox:" and env in expand(key[4:]) and scan.runs[key]:
+            return key, factors
+    return "tox:", factors
+
+
+def _substitute(command: str) -> str:
+    command = re.sub(r"\{env:\w+:([^{}]*)\}", r"\1", command)  # {env:X:pytest} -> pytest
+    command = re.sub(r"\{posargs:([^{}]*)\}", r"\1", command)
+    command = re.sub(r"\{(posargs|envtmpdir|envname|env_site_packages_dir)[^{}]*\}", "", command)
+    command = re.sub(r"--basetemp=\s*(\s|$)", " ", command)
+    command = command.replace("{toxinidir}/", "").replace("{tox_root}/", "")
+    return " ".join(command.split())
+
+
+def underneath(scan: Scan, command: str) -> tuple[str, int, str] | None:
+    """``(runner command, line, file)``: what ``tox [-e env]`` / ``nox -s session`` / ``npm test`` runs, when that is
+    a test runner (``pytest tests``), so an agent can run it directly."""
+    words = normal(command).split()
+    tool = next((w for w in words if w in ("tox", "nox", "npm", "yarn", "pnpm")), None)
+    if tool == "tox":
+        env = _TOX_ENV.search(" " + command)
+        name = next((g for g in env.groups() if g), "") if env else ""
+        if not name:
+            listed = [e for e in tox_envs(scan) if re.match(r"^py\d+$", e)]
+            name = max(listed, key=_version) if listed else "py"
+        key, factors = _tox_section(scan, name.split(",")[0])
+        for line, raw in scan.runs.get(key, []):
+            text = raw.rstrip("\\").strip()
+            cond = re.match(r"^(!?)([\w,-]+):\s+(.*)$", text)
+            if cond:
+                hit = any(c in factors for c in cond.group(2).split(","))
+                if hit == bool(cond.group(1)):
+                    continue
+                text = cond.group(3)
+            text = _substitute(text)
+            if _RUNNER.search(text):
+                return text, line, "tox.ini"
+    elif tool == "nox":
+        env = _NOX_SESSION.search(" " + command)
+        for line, text in scan.runs.get(f"nox:{env.group(1) if env else ''}", []):
+            if _RUNNER.search(text):
+                return text, line, "noxfile.py"
+    elif tool in ("npm", "yarn", "pnpm") and words[1:2] in (["test"], ["run"]):
+        script = words[2] if words[1] == "run" and len(words) > 2 else "test"
+        for line, text in scan.runs.get(f"npm:{script}", []):
+            if _RUNNER.search(text.strip()):
+                return text.strip(), line, "package.json"
+    return None
 
 
 # -- layout ---------------------------------------------------------------------------------
@@ -673,16 +882,11 @@ def _layout(root: Path, top: list[str], ignored: Callable[[str], bool], scan: Sc
         low = name.lower()
         if low in ("tests", "test", "testing", "spec", "__tests__"):
             places.append(Place(name + "/", "tests"))
-        elif low in ("docs", "doc", "documentation"):
-            places.append(Place(name + "/", "docs"))
-        elif low in ("scripts", "bin", "tools", "ci"):
-            places.append(Place(name + "/", "scripts"))
-        elif low == ".github":
-            continue
+        elif low in ("docs", "doc", "documentation", "scripts", "bin", "tools", "ci", ".github"):
+            continue  # found at a glance; the manual lists where the code and the tests are
         elif low in ("src", "lib", "pkg", "cmd", "internal", "packages", "apps", "crates"):
             inner = _packages(path, ignored, name)
-            places.append(Place(name + "/", "package"))
-            places += inner
+            places += inner or [Place(name + "/", "package")]
         elif (path / "__init__.py").is_file() or (path / "package.json").is_file() or (path / "Cargo.toml").is_file():
             places.append(Place(name + "/", "package"))
     return places[:24]
