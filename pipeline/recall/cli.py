@@ -5,7 +5,7 @@ The executable's fast path (``pipeline.entry``) calls :func:`main` without build
 command group; the flags are parsed with ``argparse`` (importing click alone costs ~20 ms,
 as much as starting Python), and nothing here imports duckdb, click or orjson. Help and usage
 errors are click's (``pipeline.fastargs``). The command group registers this same parser
-(``pipeline.entry.click_command``), so both paths take the same flags and print the same help.
+(``pipeline.cli.fast.click_command``), so both paths take the same flags and print the same help.
 """
 
 from __future__ import annotations
