@@ -34,6 +34,7 @@ from pipeline.ingest.watermark import Mode, Reading, Watermark
 from pipeline.library import Library
 from pipeline.llm.client import LLMSettings
 from pipeline.runs import publish as publish_report
+from pipeline.runs import tables as runs_tables
 from pipeline.summary import Deferred, RunError, RunSummary
 from pipeline.trajectory import Trajectory
 
@@ -117,7 +118,7 @@ def nightly(paths: list[str], library: str | None = None, defer_minutes: float |
             stages.index(state, lib, summary)
         stages.save_watermarks(state, readings, failed)
         summary.duration_s = round(time.monotonic() - clock, 2)
-        state.record_run(summary.run_id, started, summary.exit_code, summary.contract())
+        runs_tables.record_run(state, summary.run_id, started, summary.exit_code, summary.contract())
         publish_report(state, summary.run_id)  # the report: a Prefect artifact, and the snapshot `skillmill runs` reads
 
     logger.info("%d trajectories (%d new), %d skills proposed, %d updated", summary.trajectories.seen,

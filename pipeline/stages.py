@@ -16,13 +16,16 @@ from pipeline import config
 from pipeline.config import Config
 from pipeline.distill import Distilled, consolidate, distill
 from pipeline.distill import heuristic as distiller
+from pipeline.distill import tables as distill_tables
 from pipeline.distill.lessons import generalize
 from pipeline.distill.naming import clamp_name
 from pipeline.distill.risk import flag
 from pipeline.errors import SkillFileError
 from pipeline.index.state import StateDB
 from pipeline.ingest import FileReport, ingest_file, iter_files, sources, watermark
+from pipeline.ingest import tables as ingest_tables
 from pipeline.ingest.watermark import Decision, Mode, Reading, Watermark
+from pipeline.library import tables as library_tables
 from pipeline.library.model import Skill
 from pipeline.library.store import Library, SaveResult
 from pipeline.recall import pending as recall_pending
@@ -73,7 +76,7 @@ class ReadPlan:
 def plan_reads(state: StateDB, files: list[Path], *, reader: str, defer_s: float = 0.0) -> ReadPlan:
     """Unchanged files are skipped, files still being written deferred, the rest read (resumed if they grew)."""
     plan = ReadPlan()
-    marks = state.watermarks(str(p) for p in files)
+    marks = ingest_tables.watermarks(state, (str(p) for p in files))
     now = time.time()
     for path in files:
         previous = marks.get(str(path))
@@ -84,7 +87,7 @@ def plan_reads(state: StateDB, files: list[Path], *, reader: str, defer_s: float
             plan.deferred.append((path, check.age_s))
         else:
             if check.may_resume and previous is not None:
-                previous = previous.model_copy(update={"state": state.parser_state(previous.path)})
+                previous = previous.model_copy(update={"state": ingest_tables.parser_state(state, previous.path)})
             plan.to_read.append((path, previous))
     return plan
 
@@ -128,9 +131,9 @@ def supersede(state: StateDB, readings: list[Reading]) -> int:
             pairs = [(old[0], next(iter(new)))]
         else:
             by_session = {t.session_id: t.id for t in new.values() if t.session_id}
-            sessions = state.session_ids(old)
+            sessions = ingest_tables.session_ids(state, old)
             pairs = [(o, by_session[sessions[o]]) for o in old if sessions.get(o) in by_session]
-        count += state.supersede(pairs, str(reading.path), f"file {reading.mode.value}")
+        count += ingest_tables.supersede(state, pairs, str(reading.path), f"file {reading.mode.value}")
     return count
 
 
@@ -142,7 +145,7 @@ def save_watermarks(state: StateDB, readings: list[Reading], failed: set[str]) -
     """
     marks = [r.watermark for r in readings if r.watermark is not None]
     kept = [m for m in marks if not failed.intersection(m.trajectories)]
-    state.save_watermarks(kept)
+    ingest_tables.save_watermarks(state, kept)
     return len(kept)
 
 
@@ -177,8 +180,8 @@ class WriteOutcome:
 
 def store_trajectories(state: StateDB, trajectories: list[Trajectory]) -> set[str]:
     """Store what is new; return the ids that were not stored before."""
-    known = state.known(t.id for t in trajectories)
-    state.save_trajectories(trajectories)
+    known = ingest_tables.known(state, (t.id for t in trajectories))
+    ingest_tables.save_trajectories(state, trajectories)
     return {t.id for t in trajectories} - known
 
 
@@ -186,8 +189,8 @@ def pending(state: StateDB, trajectories: list[Trajectory], name: str = distille
             version: str = distiller.VERSION) -> list[Trajectory]:
     """Trajectories this distiller (at this version) has not seen yet: unchanged input is never redone,
     nor an old version of a session that has grown since (a stale copy elsewhere, say)."""
-    done = state.distilled((t.id for t in trajectories), name, version)
-    done |= state.superseded(t.id for t in trajectories)
+    done = distill_tables.distilled(state, (t.id for t in trajectories), name, version)
+    done |= ingest_tables.superseded(state, (t.id for t in trajectories))
     unique = {t.id: t for t in trajectories if t.id not in done}
     return [unique[k] for k in sorted(unique)]
 
@@ -270,7 +273,7 @@ def write(state: StateDB, library: Library, results: list[Distilled], summary: R
     repos: set[str] = set()
     done: list[tuple[str, str | None, list[str], list]] = []
     with state.transaction():
-        lineage = state.ancestors(r.trajectory for r in results)
+        lineage = ingest_tables.ancestors(state, (r.trajectory for r in results))
         for result in sorted(results, key=lambda r: r.trajectory):
             names = []
             try:
@@ -291,7 +294,7 @@ def write(state: StateDB, library: Library, results: list[Distilled], summary: R
             if advance is not None:
                 advance()
         withdraw_superseded(library, lineage, {d[0]: d[2] for d in done}, outcome)
-        state.save_distillations(done, distiller.NAME, distiller.VERSION)
+        distill_tables.save_distillations(state, done, distiller.NAME, distiller.VERSION)
         consolidate_repos(state, library, repos, outcome)
     outcome.count(summary)
     return outcome
@@ -335,9 +338,9 @@ def consolidate_repos(state: StateDB, library: Library, repos: Iterable[str], ou
     by_name: dict[str, str] = {}
     for repo in sorted(set(repos), key=lambda r: (-r.count("/"), r)):
         by_name.setdefault(repo.rsplit("/", 1)[-1].lower(), repo)
-    drafts = [consolidate(repo, state.facts(repo)) for repo in sorted(by_name.values())]
+    drafts = [consolidate(repo, distill_tables.facts(state, repo)) for repo in sorted(by_name.values())]
     if by_name:  # a new fact anywhere may complete a lesson that spans sessions or repositories
-        drafts += generalize(state.facts_of_kind("pair", "fix"))
+        drafts += generalize(distill_tables.facts_of_kind(state, "pair", "fix"))
     for skill in drafts:
         if skill is None:
             continue
@@ -365,6 +368,6 @@ def index(state: StateDB, library: Library, summary: RunSummary) -> int:
 
     with recall_pending.publishing(library):  # what a decision killed before its republish left behind is published too
         stored = list(library.entries(on_error=report))
-        state.sync_skills(stored)
-        state.sync_review_log(str(library.root), library.audit.entries())
+        library_tables.sync_skills(state, stored)
+        library_tables.sync_review_log(state, str(library.root), library.audit.entries())
         return refresh(stored, con=state.con).skills
