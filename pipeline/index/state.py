@@ -112,7 +112,7 @@ class StateDB:
         """One transaction for the block; a block inside another joins it.
 
         A run killed inside the block leaves none of its writes: the next run finds the work
-        undone and does it again (``stages.write`` relies on this).
+        undone and does it again (the write stage, ``distill/write.py``, relies on this).
         """
         if self._depth:
             self._depth += 1

@@ -18,6 +18,7 @@ from pipeline.distill.llm.prompts import PROMPT_VERSION, cache_key, consolidate_
 from pipeline.distill.llm.schema import Decision
 from pipeline.distill.llm.tables import LLMState
 from pipeline.distill.risk import flag
+from pipeline.distill.write import save_skill
 from pipeline.library import markdown
 from pipeline.library.model import Skill
 from pipeline.library.store import PROPOSED_DIR, Library, atomic_write
@@ -54,8 +55,6 @@ class Consolidator:
         self.pool = Pool(skills)
 
     def place(self, draft: Skill) -> Placement:
-        from pipeline.stages import save_skill
-
         matches = self.pool.matches(draft)
         if not matches:
             name, result = save_skill(self.library, draft)

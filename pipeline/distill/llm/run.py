@@ -22,12 +22,12 @@ from pipeline.distill.llm.merge import Consolidator
 from pipeline.distill.llm.schema import Extraction
 from pipeline.distill.llm.tables import LLMState
 from pipeline.distill.render import CHUNK_CHARS
+from pipeline.distill.write import WriteOutcome, consolidate_repos, withdraw_superseded
 from pipeline.index.state import StateDB
 from pipeline.ingest import tables as ingest_tables
 from pipeline.library.store import Library
 from pipeline.llm.backend import BudgetReached, LLMError, ModelUnavailable
 from pipeline.llm.client import LLMClient, LLMSettings
-from pipeline.stages import WriteOutcome, consolidate_repos, withdraw_superseded
 from pipeline.summary import NothingReusable, RunError, RunSummary
 from pipeline.trajectory import Trajectory
 
