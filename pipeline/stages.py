@@ -19,16 +19,11 @@ from pipeline.distill import tables as distill_tables
 from pipeline.distill.write import WriteOutcome as WriteOutcome  # the write stage lives with distill: the LLM
 from pipeline.distill.write import save_skill as save_skill  # distiller writes through it too
 from pipeline.distill.write import write as write
-from pipeline.errors import SkillFileError
 from pipeline.index.state import StateDB
 from pipeline.ingest import FileReport, ingest_file, iter_files, sources, watermark
 from pipeline.ingest import tables as ingest_tables
 from pipeline.ingest.watermark import Decision, Mode, Reading, Watermark
-from pipeline.library import tables as library_tables
-from pipeline.library.store import Library
-from pipeline.recall import pending as recall_pending
-from pipeline.recall.service import refresh
-from pipeline.summary import RunError, RunSummary
+from pipeline.recall.publish import index as index  # the index stage: mirror the library, publish recall
 from pipeline.trajectory import Trajectory
 
 
@@ -166,17 +161,3 @@ def pending(state: StateDB, trajectories: list[Trajectory], name: str = distille
     done |= ingest_tables.superseded(state, (t.id for t in trajectories))
     unique = {t.id: t for t in trajectories if t.id not in done}
     return [unique[k] for k in sorted(unique)]
-
-
-def index(state: StateDB, library: Library, summary: RunSummary) -> int:
-    """Mirror the library into the state DB and publish a fresh recall index (with indexed folders)."""
-
-    def report(file: Path, error: SkillFileError) -> None:
-        if not any(e.path == str(file) for e in summary.errors):  # the write stage may have said it already
-            summary.errors.append(RunError(path=str(file), reason=error.message))
-
-    with recall_pending.publishing(library):  # what a decision killed before its republish left behind is published too
-        stored = list(library.entries(on_error=report))
-        library_tables.sync_skills(state, stored)
-        library_tables.sync_review_log(state, str(library.root), library.audit.entries())
-        return refresh(stored, con=state.con).skills

@@ -14,6 +14,7 @@ separate, atomically published recall index (``pipeline.recall``), so readers ne
 from __future__ import annotations
 
 import contextlib
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -66,6 +67,11 @@ def _m001_initial(con: duckdb.DuckDBPyConnection) -> None:
 
 
 migrations.register(("001_initial", _m001_initial))
+
+
+#: Serializes opening and closing the state DB within a process (creating or dropping the shared
+#: DuckDB instance); once open, connections of one configuration run side by side.
+STATE_DB_LOCK = threading.RLock()
 
 
 class StateDB:

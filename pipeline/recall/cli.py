@@ -50,9 +50,9 @@ def main(argv: list[str]) -> None:
 
 def run(task: str | None, *, as_json: bool, limit: int, budget: int, include_candidates: bool,
         queries_file: str | None, filters: dict[str, str | None]) -> None:
-    from pipeline.recall import RecallIndex, pack, pending
+    from pipeline.recall import RecallIndex, pack, repair
 
-    pending.repair_or_warn()  # a decision killed before its republish: one stat when there is none
+    repair.repair_or_warn()  # a decision killed before its republish: one stat when there is none
     if queries_file is not None:
         if task is not None:
             raise UsageError("give either TASK or --queries, not both")

@@ -1,39 +1,13 @@
 """After a decision, agents must see it: republish the recall index from the library.
 
-The same path a run ends with (``stages.index``: mirror skills and the audit log into the
-state database, publish a fresh recall index). When a run holds the state database right
-now, only the recall index is republished; the run mirrors everything when it finishes.
+The same path a run ends with (``pipeline.recall.publish``); here the browser's decisions
+republish in the background.
 """
 
 from __future__ import annotations
 
-from pipeline.errors import IndexError_
 from pipeline.library import Library
-from pipeline.recall import pending
-from pipeline.recall.service import refresh
-from pipeline.summary import RunSummary
-
-
-def republish(library: Library) -> int:
-    """Rebuild what agents read from the library's files; returns the number of skills indexed."""
-    import duckdb
-
-    from pipeline import stages
-    from pipeline.index.state import StateDB
-    from pipeline.review.evidence import STATE_DB_LOCK
-
-    try:
-        with STATE_DB_LOCK:
-            state = StateDB()
-    except (IndexError_, duckdb.Error):  # a run is writing: publish what agents read, the run mirrors the rest
-        # ``refresh`` without the state database keeps the folders and feedback the last index carried.
-        with pending.publishing(library):
-            return refresh(list(library.entries(on_error=lambda *_: None))).skills
-    try:
-        return stages.index(state, library, RunSummary(library=str(library.root)))  # clears recall.pending
-    finally:
-        with STATE_DB_LOCK:
-            state.close()
+from pipeline.recall.publish import republish
 
 
 class BackgroundPublisher:
