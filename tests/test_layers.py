@@ -99,3 +99,14 @@ def test_every_top_level_module_is_on_a_floor() -> None:
     named = {name.strip() for layer in layers for name in layer.replace(":", "|").split("|")}
     top = {m for m in graph().modules if m.count(".") == 1 and m.startswith("pipeline.")} | {"flows"}
     assert top - named == set(), "add these modules to the layers contract in pyproject.toml"
+
+
+def test_the_readme_draws_the_same_floors() -> None:
+    def floor(text: str) -> list[str]:
+        return [name.strip().removeprefix("pipeline.") for name in text.replace(":", "|").split("|")]
+
+    layers = next(c for c in CONTRACTS["contracts"] if c["type"] == "layers")["layers"]
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    drawing = readme.split("The code is a house with floors", 1)[1].split("```", 2)[1]
+    drawn = [floor(line.strip().split("  ", 1)[0]) for line in drawing.splitlines() if line.strip()]
+    assert drawn == [floor(layer) for layer in layers]
