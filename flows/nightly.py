@@ -24,6 +24,7 @@ from prefect.context import get_run_context
 
 from pipeline import config, progress, settings, stages
 from pipeline.distill import Distilled
+from pipeline.distill.llm import tables as llm_tables  # noqa: F401  (a run's database holds every stage's tables)
 from pipeline.execution import recovery, runners
 from pipeline.execution.lock import describe, run_lock
 from pipeline.execution.runners import Failed, Parcel
