@@ -1,6 +1,8 @@
-"""The nightly run at scale: N sessions end to end, wall time, peak RSS of the process tree, stages.
+"""The nightly run at scale: N sessions end to end, wall time, peak RSS of the process tree, stages;
+and the start-up around the flow's own work (issue 15): cold and warm, beside the code before it.
 
     PYTHONPATH=. python benchmarks/nightly.py [--sessions 1000] [--runners thread,dask] [--workers 2]
+                                              [--parts startup,runners] [--baseline-ref REF]
 
 The input is the shared corpus replicated until it holds ``--sessions`` distinct trajectories:
 copy 0 is the corpus itself; each further copy perturbs a harmless field of every session --
@@ -19,18 +21,34 @@ Baselines measured in the same run: ``skillmill run`` over an empty folder (the 
 interpreter, imports, Prefect's server, the flow run) and ``skillmill ingest --json`` over the
 same input (reading and parsing alone, no Prefect, no database).
 Goal: <= 120 s and <= 1 GB for 1,000 sessions on a 2-core machine.
+
+Part ``startup``: a no-op run (an empty folder) and the 1,000-session run (thread runner), each
+cold (a new ``PREFECT_HOME``: the run starts the shared local Prefect server) and warm (the server
+left up by an earlier run), against the flow's own duration (``duration_s`` of the summary):
+wall time, the server's start, the overhead (wall - flow), the CPU time of the run's process (and of
+what it waited for: a per-run server, not the shared one) -- on a loaded machine wall times grow with
+the load, CPU times much less -- and when the first line came. The same
+two runs of the code at ``--baseline-ref`` (default: before issue 15's start-up work; ``git
+archive`` of ``pipeline`` and ``flows``, run from that copy) show where it started. Then how long
+a run takes to refuse: the run lock held (exit 75), a library or ``SKILLMILL_HOME`` it cannot
+create (exit 2), a missing path (exit 2). Goal: warm overhead <= 3 s over the flow's work.
+The runner comparison (part ``runners``) runs on one warm shared server, so that its rows
+compare the runners, not server starts. Every shared server the script started is stopped at the end.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import io
 import json
 import os
 import re
+import resource
 import shutil
 import subprocess
 import sys
+import tarfile
 import tempfile
 import threading
 import time
@@ -40,12 +58,16 @@ from pathlib import Path
 import orjson
 import psutil
 
+from pipeline.execution import shared_server
+from pipeline.execution.lock import run_lock
 from pipeline.ingest import ingest_file
 
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS = Path(os.environ.get("SKILLMILL_SHARED", "/work/shared")) / "trajectories"
 STAGES = ("discover", "parse", "store", "distill", "write", "index")
 GOAL_S, GOAL_MB = 120.0, 1024.0
+WARM_OVERHEAD_GOAL_S = 3.0
+BASELINE_REF = "d88f3e1"  # main before issue 15's start-up work: a temporary Prefect server in every run
 
 # -- the input: the corpus replicated with distinct content ------------------------------------------
 _STAMP = re.compile(r"(\d{4})-(\d{2})-(\d{2})([T ]\d{2}:\d{2}:\d{2})")
@@ -178,10 +200,11 @@ def replicate(corpus: Path, out: Path, sessions: int) -> tuple[int, int]:
 
 # -- measuring a run from outside ----------------------------------------------------------------------
 class TreeRSS:
-    """Peak of the summed RSS of a process and all its descendants, sampled in a thread."""
+    """Peak of the summed RSS of a process and all its descendants (and ``also``), sampled in a thread."""
 
-    def __init__(self, pid: int, every: float = 0.05) -> None:
+    def __init__(self, pid: int, every: float = 0.05, also: list[int] | None = None) -> None:
         self.root = psutil.Process(pid)
+        self.also = [psutil.Process(p) for p in also or [] if psutil.pid_exists(p)]
         self.peak = 0
         self.every = every
         self._stop = threading.Event()
@@ -191,7 +214,7 @@ class TreeRSS:
     def _sample(self) -> None:
         while not self._stop.is_set():
             try:
-                procs = [self.root, *self.root.children(recursive=True)]
+                procs = [self.root, *self.root.children(recursive=True), *self.also]
             except psutil.NoSuchProcess:
                 return
             rss = 0
@@ -207,20 +230,28 @@ class TreeRSS:
         return self.peak / 2**20
 
 
-def run_cli(args: list[str], home: Path) -> dict:
-    """One ``skillmill`` command in a fresh process; its wall time, peak tree RSS and stage times."""
-    env = {**os.environ, "SKILLMILL_HOME": str(home), "PYTHONPATH": str(ROOT), "PYTHONUNBUFFERED": "1"}
+def run_cli(args: list[str], home: Path, source: Path = ROOT, **extra: str) -> dict:
+    """One ``skillmill`` command in a fresh process (the code in ``source``); its wall time, CPU time, peak tree
+    RSS, stage times, first line."""
+    env = {**os.environ, "SKILLMILL_HOME": str(home), "PYTHONPATH": str(source), "PYTHONUNBUFFERED": "1", **extra}
     env.pop("PREFECT_API_URL", None)
+    if "PREFECT_HOME" not in extra:
+        env.pop("PREFECT_HOME", None)  # the default: $SKILLMILL_HOME/prefect (before issue 15: ~/.prefect)
+    cpu_before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.monotonic()
     # stdout goes to a file, not a pipe: a large --json output would block the child while stderr is read
     with tempfile.TemporaryFile("w+") as out:
         proc = subprocess.Popen([sys.executable, "-m", "pipeline", *args], stdout=out,
-                                stderr=subprocess.PIPE, text=True, env=env, cwd=ROOT)
-        rss = TreeRSS(proc.pid)
+                                stderr=subprocess.PIPE, text=True, env=env, cwd=source)  # -m: cwd comes first
+        up = shared_server.read_state(Path(extra["PREFECT_HOME"])) if "PREFECT_HOME" in extra else None
+        rss = TreeRSS(proc.pid, also=[up["pid"]] if up else [])  # a shared server it uses counts as its own
         stages: dict[str, float] = {}
         marks: dict[str, float] = {}
         assert proc.stderr is not None
+        said: list[str] = []
         for line in proc.stderr:
+            marks.setdefault("first", time.monotonic() - started)
+            said = [*said[-4:], line.rstrip()]
             if m := re.match(r"skillmill: (\w+): started", line):
                 marks.setdefault(f"{m[1]}+", time.monotonic() - started)
             elif m := re.match(r"skillmill: (\w+): done .*in ([\d.]+) s", line):
@@ -230,6 +261,8 @@ def run_cli(args: list[str], home: Path) -> dict:
         out.seek(0)
         stdout = out.read()
     wall = time.monotonic() - started
+    cpu_after = resource.getrusage(resource.RUSAGE_CHILDREN)  # the run and what it waited for (not a shared server)
+    cpu = cpu_after.ru_utime + cpu_after.ru_stime - cpu_before.ru_utime - cpu_before.ru_stime
     peak = rss.stop()
     last = stdout.strip().splitlines()[-1] if stdout.strip() else "{}"
     try:
@@ -240,7 +273,96 @@ def run_cli(args: list[str], home: Path) -> dict:
         stages["startup"] = marks["discover+"]
     if "index-" in marks:
         stages["shutdown"] = wall - marks["index-"]
-    return {"code": code, "wall": wall, "rss_mb": peak, "stages": stages, "summary": summary}
+    return {"code": code, "wall": wall, "cpu": cpu, "rss_mb": peak, "stages": stages, "summary": summary,
+            "first": marks.get("first"), "stderr": said}
+
+
+# -- start-up: cold, warm, before ---------------------------------------------------------------------
+def extract(ref: str, into: Path) -> Path:
+    """The ``pipeline`` and ``flows`` packages as they were at ``ref``."""
+    archive = subprocess.run(["git", "-C", str(ROOT), "archive", "--format=tar", ref, "pipeline", "flows"],
+                             capture_output=True, check=False)
+    if archive.returncode != 0:
+        sys.exit(f"nightly: cannot read {ref!r} from {ROOT}: {archive.stderr.decode().strip()}; "
+                 "pass --baseline-ref with a commit of this repository, or --baseline-ref ''")
+    into.mkdir(parents=True, exist_ok=True)
+    with tarfile.open(fileobj=io.BytesIO(archive.stdout)) as tar:
+        tar.extractall(into, filter="data")
+    return into
+
+
+def startup(work: Path, baseline_ref: str, servers: list[Path], sessions: int) -> None:
+    """No-op and N-session runs, cold and warm, against the flow's own duration; then the refusals."""
+    empty, data = work / "empty", work / "input"
+    n = f"{sessions:,}"
+    noop = ["run", "--json", "--progress", "lines", str(empty)]
+
+    def full(name: str) -> list[str]:
+        return ["run", "--json", "--progress", "lines", str(data), "--library", str(work / f"lib-{name}"),
+                "--task-runner", "thread"]
+
+    warm, cold, per_run = work / "prefect-warm", work / "prefect-cold", work / "prefect-per-run"
+    servers += [warm, cold, per_run]
+    results: dict[str, dict] = {}
+    if baseline_ref:
+        old = extract(baseline_ref, work / "baseline-code")
+        results[f"no-op, {baseline_ref} (before)"] = run_cli(noop, work / "home-old-noop", source=old,
+                                                              PREFECT_HOME=str(work / "prefect-old"))
+        results[f"{n}, {baseline_ref} (before)"] = run_cli(full("old"), work / "home-old", source=old,
+                                                              PREFECT_HOME=str(work / "prefect-old"))
+    results["no-op, cold"] = run_cli(noop, work / "home-noop", PREFECT_HOME=str(warm))
+    results["no-op, warm"] = run_cli(noop, work / "home-noop", PREFECT_HOME=str(warm))
+    # [run] server_idle_minutes = 0: a temporary server per run, on a database migrated by the run before
+    # (its own Prefect home: two servers must not serve one database)
+    for _ in range(2):
+        results["no-op, per-run server"] = run_cli(noop, work / "home-per-run", PREFECT_HOME=str(per_run),
+                                                   SKILLMILL_SERVER_IDLE_MINUTES="0")
+    results[f"{n}, cold"] = run_cli(full("cold"), work / "home-cold", PREFECT_HOME=str(cold))
+    results[f"{n}, warm"] = run_cli(full("warm"), work / "home-warm", PREFECT_HOME=str(warm))
+    results[f"{n}, warm, nothing new"] = run_cli(full("warm"), work / "home-warm", PREFECT_HOME=str(warm))
+
+    nan = float("nan")
+    print(f"\n{'start-up':<30} {'wall s':>7} {'flow s':>7} {'server s':>8} {'overhead':>8} {'cpu s':>6} "
+          f"{'1st line':>8}  server")
+    for name, r in results.items():
+        summary = r["summary"]
+        flow = summary.get("duration_s", nan)
+        server = summary.get("server_s")
+        print(f"{name:<30} {r['wall']:7.1f} {flow:7.1f} {server if server is not None else nan:8.1f} "
+              f"{r['wall'] - flow:8.1f} {r['cpu']:6.1f} {r['first'] if r['first'] is not None else nan:8.2f}  "
+              f"{summary.get('server') or '-'}" + ("" if r["code"] in (0, 1) else f"  (exit {r['code']})"))
+        if not summary:
+            print("    no summary; its last lines on stderr:\n" + "\n".join(f"    | {x}" for x in r["stderr"]))
+    print("(overhead: wall - flow; cpu s: CPU time of the run's process and what it waited for, not of a shared\n"
+          " server -- on a loaded machine the wall time of the same work grows, its CPU time much less)")
+    for name in ("no-op, warm", f"{n}, warm", f"{n}, warm, nothing new"):
+        r = results[name]
+        over = r["wall"] - r["summary"].get("duration_s", nan)
+        print(f"{name}: overhead {over:.1f} s over the flow's work -> "
+              f"{'within' if over <= WARM_OVERHEAD_GOAL_S else 'OVER'} the goal ({WARM_OVERHEAD_GOAL_S:.0f} s) "
+              f"at load {os.getloadavg()[0]:.1f}")
+
+    print(f"\n{'refused (no server started)':<46} {'exit':>4} {'wall s':>7}  first line of stderr")
+    home, blocker = work / "home-refused", work / "not-a-folder"
+    blocker.write_text("a file where a folder should be\n")
+    cases = [("lock held by another run", noop, home, {}),
+             ("library cannot be created", [*noop, "--library", str(blocker / "skills")], home, {}),
+             ("SKILLMILL_HOME cannot be created", noop, blocker / "home", {}),
+             ("PREFECT_HOME cannot be created", noop, home, {"PREFECT_HOME": str(blocker / "prefect")}),
+             ("a path that does not exist", ["run", "--progress", "lines", str(work / "nowhere")], home, {})]
+    for name, args, where, extra in cases:
+        with run_lock(home) if name.startswith("lock") else contextlib.nullcontext():
+            r = _refusal(args, where, **{"PREFECT_HOME": str(warm), **extra})
+        print(f"{name:<46} {r['code']:>4} {r['wall']:7.2f}  {r['line'][:90]}")
+
+
+def _refusal(args: list[str], home: Path, **extra: str) -> dict:
+    env = {**os.environ, "SKILLMILL_HOME": str(home), "PYTHONPATH": str(ROOT), **extra}
+    env.pop("PREFECT_API_URL", None)
+    started = time.monotonic()
+    done = subprocess.run([sys.executable, "-m", "pipeline", *args], capture_output=True, text=True, env=env, cwd=ROOT)
+    lines = done.stderr.strip().splitlines()
+    return {"code": done.returncode, "wall": time.monotonic() - started, "line": lines[0] if lines else ""}
 
 
 def line(name: str, r: dict) -> str:
@@ -256,7 +378,12 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=2, help="threads or Dask worker processes ([run] concurrency)")
     parser.add_argument("--corpus", type=Path, default=CORPUS)
     parser.add_argument("--keep", action="store_true", help="keep the temporary folder (input, homes, libraries)")
+    parser.add_argument("--parts", default="startup,runners", help="startup, runners, or both")
+    parser.add_argument("--baseline-ref", default=BASELINE_REF,
+                        help=f"code to compare start-up with (default {BASELINE_REF}; '' for none)")
     args = parser.parse_args()
+    parts = set(args.parts.split(","))
+    servers: list[Path] = []
 
     work = Path(tempfile.mkdtemp(prefix="skillmill-nightly-bench-"))
     try:
@@ -267,39 +394,54 @@ def main() -> None:
         print(f"machine: {os.cpu_count()} cores, load {os.getloadavg()[0]:.1f}")
 
         (work / "empty").mkdir()
-        results = {"baseline: empty run": run_cli(["run", "--json", "--progress", "lines", str(work / "empty")],
-                                                  work / "home-empty"),
-                   "baseline: ingest only": run_cli(["ingest", "--json", str(work / "input")], work / "home-ingest")}
-        for runner in args.runners.split(","):
-            home = work / f"home-{runner}"
-            cmd = ["run", "--json", "--progress", "lines", str(work / "input"), "--library", str(work / f"lib-{runner}"),
-                   "--task-runner", runner, "--concurrency", str(args.workers)]
-            results[f"{runner} ({args.workers})"] = first = run_cli(cmd, home)
-            results[f"{runner} ({args.workers}) again"] = run_cli(cmd, home)
-            t, k = first["summary"].get("trajectories", {}), first["summary"].get("skills", {})
-            print(f"  {runner}: exit {first['code']}, {t.get('seen')} trajectories ({t.get('new')} new), "
-                  f"{k.get('proposed')} skills proposed")
-
-        heads = " ".join(f"{h:>7}" for h in ("startup", *STAGES, "exit"))
-        print(f"\n{'run':<22} {'wall s':>7} {'peak MB':>8} {heads}   (stage columns: seconds)")
-        for name, result in results.items():
-            print(line(name, result))
-        for name, result in results.items():
-            if name.startswith("baseline") or name.endswith("again"):
-                continue
-            ok = result["wall"] <= GOAL_S and result["rss_mb"] <= GOAL_MB
-            print(f"{name}: {result['wall']:.1f} s, {result['rss_mb']:.0f} MB -> "
-                  f"{'within' if ok else 'OVER'} the goal ({GOAL_S:.0f} s, {GOAL_MB:.0f} MB)")
-        libraries = [work / f"lib-{r}" for r in args.runners.split(",")]
-        if len(libraries) > 1:
-            same = len({tuple(sorted((str(p.relative_to(lib)), p.read_bytes()) for p in lib.rglob("*") if p.is_file()))
-                        for lib in libraries}) == 1
-            print(f"libraries identical across runners: {same}")
+        if "startup" in parts:
+            startup(work, args.baseline_ref, servers, sessions)
+        if "runners" in parts:
+            runners(args, work, servers)
+        print(f"machine load at the end: {os.getloadavg()[0]:.1f}")
     finally:
+        for folder in servers:
+            shared_server.stop_shared(folder)
         if args.keep:
             print(f"kept {work}")
         else:
             shutil.rmtree(work, ignore_errors=True)
+
+
+def runners(args: argparse.Namespace, work: Path, servers: list[Path]) -> None:
+    """Thread vs Dask on the 1,000 sessions, each run on one warm shared Prefect server."""
+    prefect = work / "prefect-runners"
+    servers.append(prefect)
+    shared = {"PREFECT_HOME": str(prefect)}
+    run_cli(["run", "--progress", "none", str(work / "empty")], work / "home-warm-up", **shared)  # starts the server
+    results = {"baseline: empty run": run_cli(["run", "--json", "--progress", "lines", str(work / "empty")],
+                                              work / "home-empty", **shared),
+               "baseline: ingest only": run_cli(["ingest", "--json", str(work / "input")], work / "home-ingest")}
+    for runner in args.runners.split(","):
+        home = work / f"home-{runner}"
+        cmd = ["run", "--json", "--progress", "lines", str(work / "input"), "--library", str(work / f"lib-{runner}"),
+               "--task-runner", runner, "--concurrency", str(args.workers)]
+        results[f"{runner} ({args.workers})"] = first = run_cli(cmd, home, **shared)
+        results[f"{runner} ({args.workers}) again"] = run_cli(cmd, home, **shared)
+        t, k = first["summary"].get("trajectories", {}), first["summary"].get("skills", {})
+        print(f"  {runner}: exit {first['code']}, {t.get('seen')} trajectories ({t.get('new')} new), "
+              f"{k.get('proposed')} skills proposed")
+
+    heads = " ".join(f"{h:>7}" for h in ("startup", *STAGES, "exit"))
+    print(f"\n{'run':<22} {'wall s':>7} {'peak MB':>8} {heads}   (stage columns: seconds)")
+    for name, result in results.items():
+        print(line(name, result))
+    for name, result in results.items():
+        if name.startswith("baseline") or name.endswith("again"):
+            continue
+        ok = result["wall"] <= GOAL_S and result["rss_mb"] <= GOAL_MB
+        print(f"{name}: {result['wall']:.1f} s, {result['rss_mb']:.0f} MB -> "
+              f"{'within' if ok else 'OVER'} the goal ({GOAL_S:.0f} s, {GOAL_MB:.0f} MB)")
+    libraries = [work / f"lib-{r}" for r in args.runners.split(",")]
+    if len(libraries) > 1:
+        same = len({tuple(sorted((str(p.relative_to(lib)), p.read_bytes()) for p in lib.rglob("*") if p.is_file()))
+                    for lib in libraries}) == 1
+        print(f"libraries identical across runners: {same}")
 
 
 if __name__ == "__main__":

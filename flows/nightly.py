@@ -25,7 +25,7 @@ from prefect.context import get_run_context
 from pipeline import config, progress, settings, stages
 from pipeline.distill import Distilled
 from pipeline.distill.llm import tables as llm_tables  # noqa: F401  (a run's database holds every stage's tables)
-from pipeline.execution import recovery, runners
+from pipeline.execution import recovery, runners, server
 from pipeline.execution.lock import describe, run_lock
 from pipeline.execution.runners import Failed, Parcel
 from pipeline.index.state import StateDB
@@ -115,10 +115,16 @@ def nightly(paths: list[str], library: str | None = None, defer_minutes: float |
             results = _distill(todo, cfg.run, bar, summary, failed)
         with progress.stage("write", len(results)) as bar:
             stages.write(state, lib, results, summary, advance=bar.advance)
+        if cfg.scan.enabled:  # the checkouts the sessions ran in: manuals kept current, stale skills marked
+            with progress.stage("scan", None):
+                stages.scan_checkouts(state, lib, trajectories, summary)
         with progress.stage("index", None):
             stages.index(state, lib, summary)
         stages.save_watermarks(state, readings, failed)
+        stages.describe_nothing_reusable(summary, trajectories)
         summary.duration_s = round(time.monotonic() - clock, 2)
+        if (startup := server.current()) is not None:  # run by `skillmill run`: what came before the flow
+            summary.server, summary.server_s, summary.wall_s = startup.how, startup.seconds, startup.wall()
         runs_tables.record_run(state, summary.run_id, started, summary.exit_code, summary.contract())
         publish_report(state, summary.run_id)  # the report: a Prefect artifact, and the snapshot `skillmill runs` reads
 

@@ -26,6 +26,13 @@ stages add their fields here, in one place.
     task_runner = "dask"                     # "thread" (default) or "dask"
     dask_address = "tcp://scheduler:8786"    # unset: a LocalCluster on this machine
     concurrency = 4                          # distillation tasks in flight at once
+    server_idle_minutes = 10                 # the local Prefect server outlives a run this long; 0: one per run
+
+    [scan]
+    enabled = true                           # `skillmill run` scans the checkouts its sessions ran in (default false)
+
+    [review]
+    deprecate_after_days = 90                # approved skills unserved (or mostly unhelpful) this long: proposed
 """
 
 from __future__ import annotations
@@ -117,6 +124,25 @@ class RunConfig(_Section):
     dask_address: str | None = Field(None, description="Scheduler of an existing Dask cluster (tcp://host:8786); "
                                                        "unset: a LocalCluster of `concurrency` worker processes.")
     concurrency: int = Field(4, ge=1, description="Distillation tasks running at once (threads or Dask workers).")
+    server_idle_minutes: float = Field(
+        10.0, ge=0, description="With no PREFECT_API_URL: the local Prefect server `skillmill run` starts is reused "
+                                "by the next runs and stops after this many minutes unused; 0: a temporary server "
+                                "per run, stopped with it.")
+
+
+class ScanConfig(_Section):
+    """``skillmill run`` scanning the checkouts its sessions ran in (``pipeline/scan``)."""
+
+    enabled: bool = Field(False, description="Scan each checkout the run's sessions ran in that exists on this "
+                                             "machine: update its working-in-<repo> manual, mark stale skills.")
+
+
+class ReviewConfig(_Section):
+    """What ``review list`` proposes besides the queue (``pipeline/review/unused.py``)."""
+
+    deprecate_after_days: float = Field(
+        90.0, gt=0, description="An approved skill no agent was given, or agents mostly found unhelpful, in this "
+                                "many days is proposed for deprecation (never one approved more recently).")
 
 
 class Config(_Section):
@@ -127,6 +153,8 @@ class Config(_Section):
     recall: RecallConfig = Field(default_factory=RecallConfig)
     schedule: ScheduleConfig = Field(default_factory=ScheduleConfig)
     run: RunConfig = Field(default_factory=RunConfig)
+    scan: ScanConfig = Field(default_factory=ScanConfig)
+    review: ReviewConfig = Field(default_factory=ReviewConfig)
     #: dotted key -> "default" | "file <path>" | "env <NAME>" | "flag"
     origin: dict[str, str] = Field(default_factory=dict, exclude=True)
 
@@ -147,6 +175,7 @@ ENV_KEYS = {
     "SKILLMILL_TASK_RUNNER": "run.task_runner",
     "SKILLMILL_DASK_ADDRESS": "run.dask_address",
     "SKILLMILL_CONCURRENCY": "run.concurrency",
+    "SKILLMILL_SERVER_IDLE_MINUTES": "run.server_idle_minutes",
 }
 
 

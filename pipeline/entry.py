@@ -48,7 +48,13 @@ def _fast(name: str, args: list[str]) -> None:
 
     settings.apply_offline_env()
     try:
-        importlib.import_module(FAST[name]).main(args)
+        command = importlib.import_module(FAST[name])
+        if name == "recall":  # a review decision killed before its publish: finished first (agents' floor)
+            from pipeline.agents import repair
+
+            command.main(args, repair=repair.repair_or_warn)
+        else:
+            command.main(args)
     except (SystemExit, KeyboardInterrupt):
         raise
     except Exception as exc:

@@ -6,7 +6,9 @@ Every path goes through :func:`home`, which ``SKILLMILL_HOME`` overrides, so tes
 
 from __future__ import annotations
 
+import contextlib
 import os
+import sys
 from pathlib import Path
 
 ENV_HOME = "SKILLMILL_HOME"
@@ -42,7 +44,44 @@ def recall_index_path() -> Path:
     return home() / "recall.duckdb"
 
 
+def prefect_home() -> Path:
+    """Prefect's own folder (its database, result storage, profiles): ``$PREFECT_HOME``, else ``<home>/prefect``."""
+    value = os.environ.get("PREFECT_HOME")
+    return Path(value).expanduser() if value else home() / "prefect"
+
+
 def apply_offline_env() -> None:
-    """Set the offline switches unless the user chose otherwise."""
+    """Set the offline switches, and Prefect's home under ours, unless the user chose otherwise."""
     for key, value in OFFLINE_ENV.items():
         os.environ.setdefault(key, value)
+    apply_prefect_home()
+
+
+def apply_prefect_home() -> None:
+    """``PREFECT_HOME`` defaults to ``$SKILLMILL_HOME/prefect``: Prefect's database grows with every run
+    (12 MB an afternoon), and belongs with the rest of skillmill's state, not in ``~/.prefect``.
+
+    A user's own Prefect profiles (``~/.prefect/profiles.toml``, where ``prefect config set
+    PREFECT_API_URL=...`` writes) stay in force through ``PREFECT_PROFILES_PATH``. Once Prefect is
+    imported its home is chosen: nothing changes then (a test harness, a Prefect worker).
+    """
+    if "PREFECT_HOME" in os.environ or "prefect" in sys.modules:
+        return
+    os.environ["PREFECT_HOME"] = str(prefect_home())
+    profiles = Path.home() / ".prefect" / "profiles.toml"
+    if "PREFECT_PROFILES_PATH" not in os.environ and profiles.is_file():
+        os.environ["PREFECT_PROFILES_PATH"] = str(profiles)
+
+
+def ensure_prefect_home() -> Path:
+    """Create Prefect's folder (owner-only) before Prefect is imported: Prefect makes only the last level, and
+    with a new ``SKILLMILL_HOME`` it would warn on every import and its server would not start.
+
+    A folder that cannot be made is left to the caller's own checks (``pipeline.execution.preflight``).
+    """
+    from pipeline import private
+
+    folder = prefect_home()
+    with contextlib.suppress(OSError):
+        private.mkdir(folder)
+    return folder

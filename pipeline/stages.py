@@ -16,14 +16,18 @@ from pipeline.config import Config
 from pipeline.distill import Distilled, distill
 from pipeline.distill import heuristic as distiller
 from pipeline.distill import tables as distill_tables
+from pipeline.distill.naming import task_title
 from pipeline.distill.write import WriteOutcome as WriteOutcome  # the write stage lives with distill: the LLM
 from pipeline.distill.write import save_skill as save_skill  # distiller writes through it too
 from pipeline.distill.write import write as write
+from pipeline.errors import SkillFileError
 from pipeline.index.state import StateDB
 from pipeline.ingest import FileReport, ingest_file, iter_files, sources, watermark
 from pipeline.ingest import tables as ingest_tables
 from pipeline.ingest.watermark import Decision, Mode, Reading, Watermark
+from pipeline.library.store import Library
 from pipeline.recall.publish import index as index  # the index stage: mirror the library, publish recall
+from pipeline.summary import RunError, RunSummary
 from pipeline.trajectory import Trajectory
 
 
@@ -161,3 +165,37 @@ def pending(state: StateDB, trajectories: list[Trajectory], name: str = distille
     done |= ingest_tables.superseded(state, (t.id for t in trajectories))
     unique = {t.id: t for t in trajectories if t.id not in done}
     return [unique[k] for k in sorted(unique)]
+
+
+def describe_nothing_reusable(summary: RunSummary, trajectories: Iterable[Trajectory]) -> None:
+    """Give each trajectory that gave nothing reusable its file and task, as ``skillmill run -v`` lists them."""
+    by_id = {t.id: t for t in trajectories}
+    for item in summary.nothing_reusable:
+        if (t := by_id.get(item.trajectory)) is not None:
+            item.path, item.task = t.source_path or None, task_title(t)
+
+
+def scan_checkouts(state: StateDB, library: Library, trajectories: Iterable[Trajectory], summary: RunSummary) -> int:
+    """``[scan] enabled``: scan each checkout the sessions ran in that is on this machine (``pipeline/scan``):
+    its manual is updated and its approved skills checked, with the sessions' facts as evidence."""
+    from pipeline.scan.reader import ScanError
+    from pipeline.scan.service import scan_checkout
+    from pipeline.scan.stale import checkout_root
+
+    roots: dict[Path, str | None] = {}
+    for t in trajectories:
+        if t.cwd and Path(t.cwd).is_dir():
+            roots.setdefault(checkout_root(t.cwd), t.repo)
+    for root, repo in sorted(roots.items(), key=lambda kv: str(kv[0])):
+        try:
+            outcome = scan_checkout(root, library, facts=distill_tables.facts(state, repo) if repo else [], by="run")
+        except (ScanError, SkillFileError, OSError) as exc:
+            summary.errors.append(RunError(path=str(root), reason=f"scan failed: {exc}"))
+            continue
+        if outcome.result in ("created", "updated", "proposed") and outcome.manual:
+            summary.written.append(outcome.manual)
+            if outcome.result == "created":
+                summary.skills.proposed += 1
+            else:
+                summary.skills.updated += 1
+    return len(roots)

@@ -94,6 +94,8 @@ class Increments(BaseModel):
 class NothingReusable(BaseModel):
     trajectory: str
     reason: Sanitized  # may quote the task
+    path: Sanitized | None = Field(None, description="The file the trajectory was read from.")
+    task: Sanitized | None = Field(None, description="The task's title (its first line).")
 
 
 class RedactionCounts(BaseModel):
@@ -146,7 +148,14 @@ class RunSummary(BaseModel):
     deferred: list[Deferred] = Field(default_factory=list, description="Files left for the next run.")
     increments: Increments = Field(default_factory=Increments)
     redactions: RedactionCounts = Field(default_factory=RedactionCounts)
-    duration_s: float = 0.0
+    duration_s: float = Field(0.0, description="The flow's own work, from its start to the run's record.")
+    server: str | None = Field(None, description="How the run reached its Prefect server: configured "
+                                                 "(PREFECT_API_URL), reused or started (the shared local server), "
+                                                 "temporary; None outside `skillmill run`.")
+    server_s: float | None = Field(None, description="Seconds spent starting the Prefect server, or checking it "
+                                                     "answers, before the flow began.")
+    wall_s: float | None = Field(None, description="Seconds from the command's start to the run's record: start-up, "
+                                                   "the server and the flow.")
     llm: LLMUsage = Field(default_factory=LLMUsage)
     distillation: Distillation = Field(default_factory=Distillation)
 

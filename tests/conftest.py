@@ -7,6 +7,9 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
+# Before any test swaps sys.stderr (capsys, CliRunner): the mcp SDK binds sys.stderr at import as its
+# stdio client's default errlog, which must have a fileno.
+import mcp.client.stdio  # noqa: F401
 import pytest
 
 pytest_plugins = ["tests.llm_fixtures"]  # the stand-in model server and its fixtures
@@ -55,7 +58,34 @@ def isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("SKILLMILL_HOME", str(home))
     monkeypatch.delenv("SKILLMILL_LIBRARY", raising=False)
     monkeypatch.delenv("SKILLMILL_MODEL", raising=False)
+    # A Prefect server per run, gone with it: the shared one would outlive the test (tests of it set their own).
+    monkeypatch.setenv("SKILLMILL_SERVER_IDLE_MINUTES", "0")
+    for name in ("PREFECT_HOME", "PREFECT_PROFILES_PATH"):  # what a command sets (settings.apply_prefect_home)
+        monkeypatch.setenv(name, os.environ.get(name, ""))  # is undone after the test
+        if not os.environ[name]:
+            monkeypatch.delenv(name)
+    # No semantic channel unless a test asks for one: embedding every indexed skill with the default
+    # model (when installed) would cost seconds per test, and no hook may start a recall server.
+    monkeypatch.setenv("SKILLMILL_EMBEDDER", "none")
+    monkeypatch.setenv("SKILLMILL_RECALL_SERVER", "0")
     return home
+
+
+@pytest.fixture(scope="session", autouse=True)
+def no_shared_server_outlives_the_session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Every shared local Prefect server a test's run started (under this session's temporary folders) is
+    stopped when the session ends, by its pid -- also one still starting, with no state file yet, or one
+    whose test failed before its own ``stop_shared``. Nothing else is touched."""
+    yield
+    import psutil
+
+    from pipeline.execution import shared_server
+
+    base = str(tmp_path_factory.getbasetemp())
+    for proc in psutil.process_iter(["pid", "cmdline"]):
+        cmdline = proc.info["cmdline"] or []
+        if shared_server.MODULE in cmdline and any(arg.startswith(base) for arg in cmdline):
+            shared_server.stop(proc.pid)
 
 
 @pytest.fixture(scope="session")

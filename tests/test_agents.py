@@ -182,14 +182,41 @@ def test_install_merges_into_existing_settings_and_is_idempotent(tmp_path: Path,
     data = json.loads(settings.read_text())
     assert data["model"] == "opus" and data["hooks"]["PreToolUse"] == mine["hooks"]["PreToolUse"]
     commands = [h["command"] for g in data["hooks"]["UserPromptSubmit"] for h in g["hooks"]]
-    assert commands[0] == "date" and commands[1].endswith("hook claude-code")
-    assert any("hook claude-code" in h["command"] for g in data["hooks"]["SessionStart"] for h in g["hooks"])
+    # A project's files are committed: they run `skillmill` from each teammate's PATH, with none of the
+    # installer's own paths (its virtualenv, its SKILLMILL_HOME) in them.
+    assert commands == ["date", "skillmill hook claude-code"]
+    assert any(h["command"] == "skillmill hook claude-code" for g in data["hooks"]["SessionStart"] for h in g["hooks"])
     server = json.loads((project / ".mcp.json").read_text())["mcpServers"]["skillmill"]
-    assert server["args"][-1] == "mcp" and server["env"]["SKILLMILL_HOME"] == os.environ["SKILLMILL_HOME"]
+    assert server == {"type": "stdio", "command": "skillmill", "args": ["mcp"]}
+    for file in (settings, project / ".mcp.json"):
+        text = file.read_text()
+        assert sys.executable not in text and os.environ["SKILLMILL_HOME"] not in text and ".venv" not in text
     before = settings.read_text()
     code, out = cli("install", "--agent", "claude-code", "--project", str(project))
     assert "Already installed" in out and settings.read_text() == before
     assert not (tmp_path / "home").exists(), "--project never touches user-level settings"
+
+
+def test_install_project_says_when_skillmill_is_not_on_path(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    code, out = cli("install", "--agent", "codex", "--project", str(tmp_path / "proj"), "--dry-run")
+    assert code == 0 and "not on PATH" in out and "pipx install" in out
+    venv = tmp_path / "venv"
+    (venv / "bin").mkdir(parents=True)
+    (venv / "pyvenv.cfg").write_text("home = /usr/bin\n")
+    (venv / "bin" / "skillmill").write_text("#!/bin/sh\n")
+    (venv / "bin" / "skillmill").chmod(0o755)
+    monkeypatch.setenv("PATH", str(venv / "bin"))
+    code, out = cli("install", "--agent", "codex", "--project", str(tmp_path / "proj"))
+    assert code == 0 and "inside a virtual environment" in out
+    hooks = json.loads((tmp_path / "proj" / ".codex" / "hooks.json").read_text())
+    assert hooks["hooks"]["UserPromptSubmit"][0]["hooks"][0]["command"] == "skillmill hook codex"
+    assert 'command = "skillmill"' in (tmp_path / "proj" / ".codex" / "config.toml").read_text()
+    # user-wide files stay on this machine: this installation's executable, by absolute path
+    code, out = cli("install", "--agent", "codex")
+    user = json.loads((tmp_path / "home" / ".codex" / "hooks.json").read_text())
+    assert f"{venv / 'bin' / 'skillmill'} hook codex" in user["hooks"]["UserPromptSubmit"][0]["hooks"][0]["command"]
 
 
 def test_install_codex_and_gemini_keep_the_users_config(tmp_path: Path, monkeypatch) -> None:
@@ -274,3 +301,51 @@ def test_feedback_cli_records_and_lists_worst_first() -> None:
     rows = [json.loads(line) for line in out.splitlines()]
     assert [r["skill"] for r in rows] == ["git-commit", "ruff-recursive-fix"]
     assert rows[0]["verdicts"] == {"stale": 1} and rows[0]["last_note"] == "uses the old footer"
+
+
+def test_export_gives_a_project_its_own_repositorys_skills_and_decisions_update_every_copy(tmp_path: Path) -> None:
+    from pipeline.review.decisions import Review
+    from tests.test_skill_file import sample_skills
+
+    library = Library(tmp_path / "lib")
+    django, flask = (s.model_copy(update={"status": "approved"}) for s in sample_skills()[:2])
+    general = flask.model_copy(update={"name": "tidy-commits", "repo": None})
+    for skill in (django, flask, general):
+        library.save(skill)
+    project = tmp_path / "django-checkout"
+    (project / ".git").mkdir(parents=True)
+    (project / ".git" / "config").write_text('[remote "origin"]\n\turl = https://github.com/django/django.git\n')
+    args = ["export", "--agent", "claude-code", "--project", str(project), "--library", str(library.root), "--json"]
+    report = json.loads(cli(*args)[1])
+    assert report["repo"] == "django/django" and report["created"] == ["tidy-commits", "working-in-django"]
+    folder = project / ".claude" / "skills"
+    assert sorted(p.name for p in folder.iterdir()) == ["tidy-commits", "working-in-django"]
+    assert json.loads(cli(*args[:-1], "--repo", "pallets/flask", "--dry-run", "--json")[1])["created"] == [
+        "working-in-flask"]
+    everything = json.loads(cli("export", "--agent", "codex", "--project", str(project), "--library",
+                                str(library.root), "--all-repos", "--json")[1])
+    assert len(everything["created"]) == 3
+    # A review decision reaches every exported copy at once, not at the next manual export.
+    Review(library, "tester").deprecate("tidy-commits", "superseded by the team's commit guide")
+    assert not (folder / "tidy-commits").exists() and (folder / "working-in-django").is_dir()
+    assert not (project / ".agents" / "skills" / "tidy-commits").exists()
+    assert (project / ".agents" / "skills" / "working-in-flask").is_dir()
+
+
+def test_an_approval_reaches_exported_folders_at_once(tmp_path: Path) -> None:
+    from pipeline.review.decisions import Review
+    from tests.test_skill_file import sample_skills
+
+    library = Library(tmp_path / "lib")
+    approved, candidate = sample_skills()[0].model_copy(update={"status": "approved"}), sample_skills()[1]
+    assert candidate.status == "candidate"
+    for skill in (approved, candidate):
+        library.save(skill.model_copy(update={"repo": None}))
+    project = tmp_path / "proj"
+    code, out = cli("export", "--agent", "claude-code", "--project", str(project), "--library", str(library.root),
+                    "--json")
+    folder = project / ".claude" / "skills"
+    assert json.loads(out)["created"] == [approved.name] and not (folder / candidate.name).exists()
+    Review(library, "tester").approve(candidate.name)
+    assert (folder / candidate.name / "SKILL.md").is_file(), "approved in review: in the agent's folder at once"
+    assert (folder / approved.name / "SKILL.md").is_file()

@@ -67,6 +67,7 @@ def test_each_level_overrides_the_one_below_with_its_origin(isolated_home: Path,
     ('[schedule]\ntimezone = "Mars/Olympus"\n', "schedule.timezone", "unknown time zone"),
     ('[run]\ntask_runner = "celery"\n', "run.task_runner", "'thread' or 'dask'"),
     ('[run]\nconcurrency = 0\n', "run.concurrency", "greater than or equal to 1"),
+    ('[review]\ndeprecate_after_days = 0\n', "review.deprecate_after_days", "greater than 0"),
     ("llm = 5\n", "llm", "valid dictionary"),
 ])
 def test_a_bad_value_names_its_key_and_the_file(isolated_home: Path, text: str, key: str, says: str) -> None:

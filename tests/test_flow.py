@@ -91,3 +91,30 @@ def test_the_flow_is_callable_as_a_library(tmp_path: Path) -> None:
 
     summary = nightly(paths=[str(SAMPLES / "claude_code")], library=str(tmp_path / "lib"))
     assert summary["exit_code"] == 0 and summary["trajectories"]["seen"] == 4  # 2 sessions + 2 subagent runs
+    assert summary["server"] is None and summary["wall_s"] is None  # not `skillmill run`: no start-up to report
+
+
+def test_nothing_reusable_is_counted_by_reason_and_listed_with_file_and_task_under_v(tmp_path: Path) -> None:
+    """Issue 15: "Nothing reusable in 736 trajectories" then 736 lines; now counts, and the list with -v."""
+    library = tmp_path / "skills"
+    code, output, summary = run(str(SAMPLES), "--library", str(library))
+    items = summary["nothing_reusable"]
+    assert code == 0 and items
+    counts: dict[str, int] = {}
+    for item in items:
+        counts[item["reason"]] = counts.get(item["reason"], 0) + 1
+        assert Path(item["path"]).is_file() and Path(item["path"]).is_relative_to(SAMPLES) and item["task"]
+    lines = output.splitlines()
+    start = lines.index(f"Nothing reusable in {len(items)} trajectories (-v lists them, with file and task):")
+    width = len(str(max(counts.values())))
+    expected = [f"  {n:>{width}}  {reason}" for reason, n in sorted(counts.items(), key=lambda p: (-p[1], p[0]))]
+    assert lines[start + 1:start + 1 + len(counts)] == expected
+    assert not any(item["trajectory"] in output.rsplit("\n", 2)[0] for item in items)  # no ids but in the JSON
+
+    shutil.rmtree(library)
+    shutil.rmtree(tmp_path / "home")
+    code, output, again = run(str(SAMPLES), "--library", str(library), "-v")
+    lines = output.splitlines()
+    start = lines.index(f"Nothing reusable in {len(items)} trajectories:")
+    assert lines[start + 1:start + 1 + len(items)] == [
+        f"  {i['trajectory']}  {i['reason']}  {i['path']}  {i['task']}" for i in again["nothing_reusable"]]

@@ -4,7 +4,7 @@ or "internal error".
 Every folder skillmill writes, read-only and full, through the real commands that write it: the
 home (state database, recall index, feedback journal), the library (skills, _history, _audit.jsonl,
 its lock), the logs (the traceback file of an internal error), an export's target (an agent's
-skills folder) and PREFECT_HOME (the run's temporary Prefect server). Read-only is a read-only
+skills folder) and PREFECT_HOME (where the run's Prefect server keeps its database). Read-only is a read-only
 mount, full a small filled tmpfs (``tests/mounts.py``); without root the tests skip and say why.
 """
 
@@ -214,13 +214,7 @@ def run_with_prefect_home(prefect_home: Path, tmp_path: Path) -> subprocess.Comp
     return run_process(["--library", str(tmp_path / "skills")], {"PREFECT_HOME": str(prefect_home)})
 
 
-PREFLIGHT = pytest.mark.xfail(strict=True, reason="needs the run's start-up checks (issue 15, pipeline/cli/run.py and "
-                                                   "execution/server.py): the server child exits with code 3 and the "
-                                                   "run says only that. Remove this mark with them.")
-
-
 @pytest.mark.slow
-@PREFLIGHT
 @pytest.mark.parametrize("how", ["read-only", "full"])
 def test_a_run_with_an_unwritable_prefect_home_is_one_line(how: str, tmp_path: Path, mounts: Mounts) -> None:
     prefect_home = tmp_path / "prefect-home"

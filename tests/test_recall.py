@@ -82,7 +82,7 @@ def test_candidates_only_with_include_candidates(tmp_path: Path) -> None:
     assert hits and hits[0].status == "candidate" and hits[0].name == "working-in-django"
 
 
-def test_same_name_in_two_folders_stays_distinct_and_copies_collapse(skills_corpus: Path, tmp_path: Path) -> None:
+def test_same_name_in_two_folders_is_indexed_twice_and_recalled_once(skills_corpus: Path, tmp_path: Path) -> None:
     a = copy_skills(skills_corpus, tmp_path / "a", [RUFF])
     b = copy_skills(skills_corpus, tmp_path / "b", [RUFF])  # the same skill, vendored twice
     other = tmp_path / "c" / "tools" / "ruff-recursive-fix"
@@ -95,9 +95,9 @@ def test_same_name_in_two_folders_stays_distinct_and_copies_collapse(skills_corp
     with RecallIndex(target) as index:
         assert len(index.get("ruff-recursive-fix")) == 3  # keyed by path
         hits = index.search("ruff E501 line too long autofix", limit=5)
-    paths = [h.path for h in hits]
-    assert sum(p in (str(a / RUFF), str(b / RUFF)) for p in paths) == 1  # identical copies: shown once
-    assert str(other) in paths  # a different skill of the same name is its own result
+    # One skill once: copies, and another folder's skill of the same name (an agent knows skills by
+    # name, so the two would shadow each other), are one hit.
+    assert [h.name for h in hits] == ["ruff-recursive-fix"]
 
 
 def test_reindexing_is_incremental_and_remembers_folders(skills_corpus: Path, tmp_path: Path) -> None:
@@ -112,7 +112,7 @@ def test_reindexing_is_incremental_and_remembers_folders(skills_corpus: Path, tm
     code, out = cli("index", "--json")  # no --skills: the folder is remembered
     report = json.loads(out)
     assert (report["added"], report["updated"], report["unchanged"], report["removed"]) == (1, 1, 1, 1)
-    assert recall("isort before black", path=None)[0].name == "python-code-style"
+    assert recall("isort before black", path=None, min_score=0)[0].name == "python-code-style"
     code, out = cli("index", "--forget", str(folder), "--json")
     assert json.loads(out)["skills"] == 0
 
@@ -140,7 +140,7 @@ def test_republishing_the_same_text_copies_the_lexical_tables(skills_corpus: Pat
     style.write_text(style.read_text() + "\nAlways run isort before black.\n")
     publish([], target)  # the text changed: computed again
     assert built == [1]
-    assert recall("isort before black", path=target)[0].name == "python-code-style"
+    assert recall("isort before black", path=target, min_score=0)[0].name == "python-code-style"
     with RecallIndex(target) as index:
         assert index.snapshot.meta["lexical"] == index.con.execute(
             "SELECT value FROM meta WHERE key = 'lexical'").fetchone()[0]  # both files from one publish
@@ -177,7 +177,7 @@ def test_a_run_republishing_keeps_indexed_folders(skills_corpus: Path, tmp_path:
 
 def test_budget_keeps_the_best_and_says_when_it_cut(corpus_index: Path) -> None:
     with RecallIndex(corpus_index) as index:
-        hits = index.search("review the diff of this pull request against the ticket", limit=5)
+        hits = index.search("review the diff of this pull request against the ticket", limit=5, min_score=0)
     assert len(hits) == 5
     tiny = pack("q", hits, budget=10)
     assert len(tiny.hits) == 1 and tiny.truncated  # always at least one item when something fits

@@ -114,7 +114,8 @@ def test_mcp_get_skill_and_recall_skills_do_not_serve_it(killed: Path) -> None:
 
 def test_a_decision_in_progress_is_left_to_publish_itself(tmp_path: Path) -> None:
     """The repair does not wait for, nor publish under, a decision that holds the library right now."""
-    from pipeline.recall import pending, repair
+    from pipeline.agents import repair
+    from pipeline.recall import pending
 
     library = Library(tmp_path / "skills")
     (tmp_path / "skills").mkdir()

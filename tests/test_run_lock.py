@@ -102,3 +102,18 @@ def test_two_runs_at_once_the_second_exits_75_and_a_waiting_one_runs_after(
     with StateDB() as state:
         assert state.count("runs") == 2
         assert state.count("skills") == len(list(Library(library)))
+
+
+def test_the_runs_own_lock_lets_its_flow_in_and_nobody_else(isolated_home: Path) -> None:
+    """`skillmill run` holds the lock before starting a server; the flow it runs in the same process enters."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    with lock.run_lock(for_process=True):
+        with lock.run_lock():  # the flow, in this process
+            assert lock.holder()["pid"] == os.getpid()
+        assert lock.holder()["pid"] == os.getpid()  # still held: the flow's exit does not release the run's lock
+        other = subprocess.run([sys.executable, "-c", "from pipeline.execution.lock import run_lock\n"
+                                "with run_lock(): pass"], env=env, capture_output=True, text=True)
+        assert other.returncode != 0 and "RunInProgress" in other.stderr
+    assert lock.holder() is None
+    with pytest.raises(lock.RunInProgress), lock.run_lock(), lock.run_lock():
+        pass  # without for_process, a second holder in one process is refused as before

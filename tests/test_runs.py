@@ -72,6 +72,9 @@ def test_each_run_publishes_its_report_to_prefect_duckdb_and_runs(tmp_path: Path
         assert report["trajectories"] == summary["trajectories"]
         assert report["skills"] == summary["skills"] and report["llm"] == summary["llm"]
         assert report["duration_s"] == summary["duration_s"] and report["library"] == str(library)
+        # the server apart from the work: here the test's (PREFECT_API_URL), so none was started
+        assert report["server"] == summary["server"] == "configured" and report["server_s"] == summary["server_s"] == 0
+        assert report["wall_s"] == summary["wall_s"] >= summary["duration_s"]
         assert report["exit_code"] == summary["exit_code"]
         assert report["errors"] == [{k: e.get(k) for k in ("path", "line", "reason")} for e in summary["errors"]]
     assert [r["status"] for r in listed["runs"]] == ["partial", "ok"]
@@ -93,8 +96,9 @@ def test_each_run_publishes_its_report_to_prefect_duckdb_and_runs(tmp_path: Path
 
     text = CliRunner().invoke(main, ["runs"]).output
     header, newest, older = text.splitlines()[:3]
-    assert header.split()[:4] == ["started", "status", "took", "seen"]
+    assert header.split()[:6] == ["started", "status", "took", "server", "total", "seen"]
     assert newest.split()[2] == "partial" and older.split()[2] == "ok"
+    assert newest.split()[3:8] == [f"{second['duration_s']:.1f}", "s", "up", f"{second['wall_s']:.1f}", "s"]
     assert f"  ! {second['errors'][0]['path']}" in text  # the latest run's errors, below the table
 
 
@@ -178,3 +182,26 @@ def test_the_snapshot_is_replaced_atomically(isolated_home: Path) -> None:
     write_snapshot(reports[:1])
     assert [r["id"] for r in json.loads(path.read_text())["runs"]] == ["r0"]
     assert [p.name for p in path.parent.iterdir()] == [path.name]  # no temporary file left behind
+
+
+def test_the_server_start_is_reported_apart_from_the_work(capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 15: "took 5.5 s" described a 54 s command. Old rows (no server, no total) still show."""
+    from pipeline.cli.run import took_line
+    from pipeline.cli.runs import _print
+    from pipeline.runs import RunHistory
+
+    summary = {"duration_s": 5.5, "server": "started", "server_s": 47.0, "wall_s": 54.1}
+    report = RunReport.from_row(("r3", None, None, 0, json.dumps(summary)))
+    assert report.took() == "5.5 s (+ 47.0 s starting the Prefect server; 54.1 s in all)"
+    assert "took 5.5 s (+ 47.0 s starting the Prefect server; 54.1 s in all), exit code 0" in report.markdown()
+    assert took_line(summary) == "Took 5.5 s (+ 47.0 s starting the local Prefect server; 54.1 s in all)"
+    reused = {"duration_s": 5.5, "server": "reused", "server_s": 0.02, "wall_s": 8.0}
+    assert took_line(reused) == "Took 5.5 s (the local Prefect server was up; 8.0 s in all)"
+    old = RunReport.from_row(("r0", None, None, 0, json.dumps({"duration_s": 1.4})))
+    assert old.took() == "1.4 s" and took_line({"duration_s": 1.4}) == "Took 1.4 s"
+
+    _print(RunHistory(runs=[report, RunReport.from_row(("r4", None, None, 0, json.dumps(reused))), old]))
+    rows = [line.split() for line in capsys.readouterr().out.splitlines()]
+    assert rows[0][:6] == ["started", "status", "took", "server", "total", "seen"]
+    assert [r[2:7] for r in rows[1:]] == [["5.5", "s", "+47.0", "s", "54.1"], ["5.5", "s", "up", "8.0", "s"],
+                                          ["1.4", "s", "-", "-", "0"]]

@@ -24,6 +24,9 @@ def parser() -> Parser:
                    help="Seconds to answer in; past them print nothing and exit 0.")
     p.add_argument("--budget", type=NumberRange(int, 1), default=2000, metavar="TOKENS",
                    help="Token budget of the context added.")
+    p.add_argument("--min-score", type=NumberRange(float, 0, 1), default=None, metavar="S",
+                   help="Add only skills whose fit score (0-1) is at least S; stricter than recall's, "
+                        "as the hook speaks unasked.  [default: $SKILLMILL_HOOK_MIN_SCORE or 0.3]")
     return p
 
 
@@ -31,4 +34,4 @@ def main(argv: list[str]) -> None:
     args = parser().parse_args(argv)
     from pipeline.agents.hook import run
 
-    run(args.agent, timeout=args.timeout, budget=args.budget)
+    run(args.agent, timeout=args.timeout, budget=args.budget, min_score=args.min_score)

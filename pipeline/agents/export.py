@@ -5,6 +5,13 @@ from, and the hash of every file written). A later export updates folders that c
 marker and removes those whose skill is no longer approved; a folder without the marker is a
 person's own skill and is never touched, and a managed folder someone edited by hand is left
 alone (reported as ``modified``) rather than overwritten.
+
+A project receives only the skills meant for it: ``repo`` (by default the project's own
+``owner/name``, read from its git config) keeps skills bound to that repository and those bound
+to none, and leaves out the other repositories' manuals. Every export is remembered in
+``$SKILLMILL_HOME/exports.json``; a review decision (approve, deprecate, reject, restore)
+re-runs them all (:func:`refresh_all`), so the copies in agents' folders never wait for the next
+manual export to drop a deprecated skill.
 """
 
 from __future__ import annotations
@@ -17,9 +24,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from pipeline import private, settings
 from pipeline.errors import UsageError, no_space, not_writable
 from pipeline.library.store import SKILL_FILE, Library, atomic_write
-from pipeline.recall.text import lean
+from pipeline.recall.text import lean, repo_matches
 
 MARKER = ".skillmill-export"
 FOLDERS = {"claude-code": ".claude/skills", "codex": ".agents/skills", "gemini": ".gemini/skills"}
@@ -69,13 +77,15 @@ class ExportReport:
     removed: list[str] = field(default_factory=list)
     skipped: list[dict[str, str]] = field(default_factory=list)
     dry_run: bool = False
+    repo: str | None = None
 
     def contract(self) -> dict[str, Any]:
         return dict(self.__dict__)
 
     def describe(self) -> str:
         verb = "Would export" if self.dry_run else "Exported"
-        lines = [f"{verb} to {self.target}: {len(self.created)} created, {len(self.updated)} updated, "
+        scope = f" (skills for {self.repo} and for any repository)" if self.repo else ""
+        lines = [f"{verb} to {self.target}{scope}: {len(self.created)} created, {len(self.updated)} updated, "
                  f"{len(self.unchanged)} unchanged, {len(self.removed)} removed, {len(self.skipped)} left alone"]
         for sign, names in (("+", self.created), ("~", self.updated), ("-", self.removed)):
             lines += [f"  {sign} {n}" for n in names]
@@ -83,26 +93,43 @@ class ExportReport:
         return "\n".join(lines)
 
 
-def export(agent: str, project: Path | None, library: Path, *, dry_run: bool = False) -> ExportReport:
-    """Write ``library``'s approved skills into ``agent``'s skills folder (in ``project``, else the home folder).
+def project_repo(project: Path | None) -> str | None:
+    """The repository a project folder is a checkout of (``owner/name`` from its git config), if any."""
+    if project is None:
+        return None
+    from pipeline.recall.folders import repo_of
 
-    A target that is full or may not be written is a one-line error naming it (exit 2), not a crash.
+    folder = project.expanduser().absolute()
+    return repo_of(str(folder)) if any((p / ".git").exists() for p in (folder, *folder.parents)) else None
+
+
+def export(agent: str, project: Path | None, library: Path, *, dry_run: bool = False,
+           repo: str | None = None, remember: bool = True) -> ExportReport:
+    """Write the approved skills for ``repo`` (and those bound to no repository) into ``agent``'s skills
+    folder (in ``project``, else the home folder).
+
+    ``repo`` None means every approved skill. The export is remembered (unless ``dry_run`` or not
+    ``remember``) so that review decisions keep this folder true (:func:`refresh_all`). A target that
+    is full or may not be written is a one-line error naming it (exit 2), not a crash.
     """
     target = skills_dir(agent, project)
     try:
-        return _export(target, library, dry_run=dry_run)
+        report = _export(target, library, dry_run=dry_run, repo=repo)
     except OSError as exc:
         refused = no_space(exc, [target], advice="free some space or export elsewhere with --project DIR") \
             or not_writable(exc, [target], advice="export elsewhere with --project DIR or make it writable")
         if refused is None:
             raise
         raise refused from exc
+    if remember and not dry_run:
+        _remember(agent, project, library, repo)
+    return report
 
 
-def _export(target: Path, library: Path, *, dry_run: bool) -> ExportReport:
-    report = ExportReport(target=str(target), dry_run=dry_run)
+def _export(target: Path, library: Path, *, dry_run: bool, repo: str | None) -> ExportReport:
+    report = ExportReport(target=str(target), dry_run=dry_run, repo=repo)
     approved = {s.skill.name: s for s in Library(library).entries(on_error=lambda *_: None)
-                if s.skill.status == "approved"}
+                if s.skill.status == "approved" and (not repo or not s.skill.repo or repo_matches(s.skill.repo, repo))}
     for name, stored in sorted(approved.items()):
         folder = target / name
         files = _files(stored.path)
@@ -137,6 +164,52 @@ def _export(target: Path, library: Path, *, dry_run: bool) -> ExportReport:
             if not dry_run:
                 shutil.rmtree(folder)
     return report
+
+
+# -- remembered exports: kept true after every review decision ----------------------------------
+def registry_path() -> Path:
+    return settings.home() / "exports.json"
+
+
+def remembered() -> list[dict[str, str | None]]:
+    """The exports done so far: ``{"agent", "project", "library", "repo"}`` each (project None: user-wide)."""
+    try:
+        data = json.loads(registry_path().read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return []
+    return [e for e in data if isinstance(e, dict) and e.get("agent") in FOLDERS] if isinstance(data, list) else []
+
+
+def _remember(agent: str, project: Path | None, library: Path, repo: str | None) -> None:
+    entry = {"agent": agent, "project": str(project.expanduser().absolute()) if project else None,
+             "library": str(library.expanduser().absolute()), "repo": repo}
+    entries = [e for e in remembered() if (e["agent"], e["project"]) != (entry["agent"], entry["project"])]
+    try:
+        private.mkdir(registry_path().parent)
+        atomic_write(registry_path(), json.dumps([*entries, entry], indent=2) + "\n")
+    except OSError:  # the export itself is done; only its upkeep is lost
+        pass
+
+
+def refresh_all(library: Path) -> list[ExportReport]:
+    """Re-run every remembered export of ``library``: called after each review decision, so a
+    deprecated, rejected or restored skill is gone from (or back in) every agent's folder at once.
+
+    An export whose folder is gone (a deleted checkout) is forgotten; one that fails is skipped.
+    """
+    root = str(library.expanduser().absolute())
+    reports = []
+    for entry in remembered():
+        if entry["library"] != root:
+            continue
+        project = Path(entry["project"]) if entry["project"] else None
+        if project is not None and not project.is_dir():
+            continue
+        try:
+            reports.append(export(str(entry["agent"]), project, library, repo=entry["repo"], remember=False))
+        except (OSError, UsageError):
+            continue
+    return reports
 
 
 def _write(folder: Path, files: dict[str, bytes], marker: dict[str, Any], stale: set[str]) -> None:

@@ -5,6 +5,14 @@ shape the agent expects (``hookSpecificOutput.additionalContext``, which Claude 
 and Gemini CLI all read for these events). It must never get in the agent's way: on any
 error, on a timeout, or when nothing fits, it prints nothing and exits 0. A skill already
 given in this session is not given again.
+
+It speaks unasked, at every prompt, so it is quieter than ``skillmill recall``: prompts that
+carry no task ("yes", "go on", "commit this", "looks good", "why?") get nothing, and a skill
+must score at least ``HOOK_MIN_SCORE`` (recall's default is ``MIN_SCORE``; ``--min-score`` or
+``$SKILLMILL_HOOK_MIN_SCORE`` move it). Prompts are ranked by
+the warm recall process when one answers within ``daemon.ASK_TIMEOUT_S`` (semantic channel
+included), else by the lexical channel in process; with an embedder in the index and no warm
+process, the hook starts one for the next prompts.
 """
 
 from __future__ import annotations
@@ -18,8 +26,10 @@ import time
 from pathlib import Path
 
 from pipeline import settings
+from pipeline.recall import usage
 from pipeline.recall.folders import repo_of
-from pipeline.recall.search import clip_task
+from pipeline.recall.search import ENV_HOOK_MIN_SCORE, HOOK_MIN_SCORE, Hit, clip_task, threshold
+from pipeline.scan import marks, stale
 
 TYPE_CHECKING = False  # as typing.TYPE_CHECKING, without importing typing at every prompt
 if TYPE_CHECKING:
@@ -31,11 +41,31 @@ DEFAULT_BUDGET = 2000
 PROMPT_EVENTS = {"UserPromptSubmit", "BeforeAgent"}
 START_EVENTS = {"SessionStart"}
 MAX_STDIN = 1_000_000
+#: A prompt carries a task when it has at least this many words outside ``CHATTER``.
+MIN_TASK_WORDS = 2
+#: Words of acknowledgements, chit-chat and steering ("yes", "go on", "commit this", "run the
+#: tests", "why?"): a prompt made only of these (and stopwords) needs no skill.
+CHATTER = frozenset("""
+a again ahead alright also am an and another any anything are as at awesome back be bit but can cancel carry change
+changed changes check cheers commit continue cool could did didnt do does doesnt done dont else error exactly explain
+file files fine first fix fixed for from further go good got great had has have he hello help here hey hi hmm hold how
+i if in instead is it its just keep last let lets lgtm like likely look looks lot make me mean merge more much my nah
+next nice no nope not now of off ok okay on one ones or other perfect please proceed push pushed put really redo
+retry revert right run same see seems should show so some sorry sounds start still stop sure test tests thank thanks
+that thats the them then there these they thing things think this those thx to too try undo up us use want was wait we
+well were what whats when where which why will with work worked works would wrong yeah yep yes yet you your
+""".split())  # noqa: SIM905 (a word list reads best as words)
+_WORDS = re.compile(r"[a-z0-9]+")
+
+
+def carries_task(prompt: str) -> bool:
+    """False for prompts made of acknowledgements, chit-chat and steering words only."""
+    words = _WORDS.findall(prompt.lower().replace("'", ""))
+    return sum(1 for w in words if w not in CHATTER) >= MIN_TASK_WORDS
 
 
 def _seen_file(session: str) -> Path:
-    safe = re.sub(r"[^\w.-]", "_", session)[:100] or "default"
-    return settings.home() / "hooks" / f"{safe}.json"
+    return settings.home() / "hooks" / f"{usage.session_key(session)}.json"
 
 
 def _load_seen(session: str | None) -> set[str]:
@@ -61,8 +91,10 @@ def _save_seen(session: str | None, seen: set[str]) -> None:
         pass
 
 
-def respond(payload: dict[str, Any], agent: str, *, budget: int = DEFAULT_BUDGET, limit: int = 3) -> str | None:
-    """The JSON to print for one hook payload, or None to print nothing."""
+def respond(payload: dict[str, Any], agent: str, *, budget: int = DEFAULT_BUDGET, limit: int = 3,
+            min_score: float | None = None) -> str | None:
+    """The JSON to print for one hook payload, or None to print nothing. A skill must score at least
+    ``min_score`` (default ``$SKILLMILL_HOOK_MIN_SCORE``, else ``HOOK_MIN_SCORE``)."""
     from pipeline.recall import RecallIndex, pack
 
     event = str(payload.get("hook_event_name") or "")
@@ -71,7 +103,7 @@ def respond(payload: dict[str, Any], agent: str, *, budget: int = DEFAULT_BUDGET
     session = payload.get("session_id")
     if event in PROMPT_EVENTS:
         query = clip_task(str(payload.get("prompt") or "")).strip()
-        if not query or (query.startswith("/") and " " not in query):  # a bare slash command
+        if not query or (query.startswith("/") and " " not in query) or not carries_task(query):
             return None
         filters = {"repo": repo, "agent": agent}
         strict_repo = False
@@ -82,26 +114,42 @@ def respond(payload: dict[str, Any], agent: str, *, budget: int = DEFAULT_BUDGET
         query, filters, strict_repo = f"working in {name} repository {name}", {"repo": repo, "agent": agent}, True
     else:
         return None
+    stale.at_hook(cwd, repo)  # approved skills this checkout contradicts are marked, and not pushed below
     if not settings.recall_index_path().exists():
         return None
+    floor = threshold(ENV_HOOK_MIN_SCORE, HOOK_MIN_SCORE) if min_score is None else min_score
+    hits = _warm(query, limit, floor, filters)
     with RecallIndex(slow_embedders=False) as index:
-        hits = index.search(query, limit=limit, **filters)
+        if hits is None:  # no warm process answered: the lexical channel, here
+            hits = index.search(query, limit=limit, min_score=floor, **filters)
+            if index.embedder_name:
+                from pipeline.recall import daemon
+
+                daemon.start_in_background()  # for the next prompts
         if strict_repo:  # at session start, only what is known about this repository
             bound = {r["path"] for r in index.get_many([h.path for h in hits]) if r["repo"]}
             hits = [h for h in hits if h.path in bound]
     seen = _load_seen(session)
-    fresh = [h for h in hits[:limit] if h.path not in seen]
+    fresh = [h for h in hits[:limit] if h.path not in seen and not marks.of_path(h.path)]
     if not fresh:
         return None
     packed = pack(query, fresh, budget)
     _save_seen(session, seen | {h.path for h in packed.hits})
+    usage.record([(h.name, h.path) for h in packed.hits], "hook", usage.session_key(session) if session else None)
     context = "Skills from this team's library that fit the task (skillmill). Read a skill's SKILL.md " \
               "before relying on it.\n\n" + packed.markdown()
     return json.dumps({"hookSpecificOutput": {"hookEventName": event, "additionalContext": context}})
 
 
+def _warm(query: str, limit: int, min_score: float, filters: dict[str, str | None]) -> list[Hit] | None:
+    """The warm recall process's hits, or None when none answers in time (``pipeline.recall.daemon``)."""
+    from pipeline.recall import daemon
+
+    return daemon.hits({"query": query, "limit": limit, "min_score": min_score, **filters})
+
+
 def run(agent: str, *, timeout: float = DEFAULT_TIMEOUT, budget: int = DEFAULT_BUDGET, stdin: Any = None,
-        stdout: Any = None) -> None:
+        stdout: Any = None, min_score: float | None = None) -> None:
     """Answer one hook call within ``timeout`` seconds; on timeout or error print nothing, exit 0."""
     stdin = stdin or sys.stdin
     stdout = stdout or sys.stdout
@@ -118,7 +166,7 @@ def run(agent: str, *, timeout: float = DEFAULT_TIMEOUT, budget: int = DEFAULT_B
     started = time.monotonic()
     try:
         payload = json.loads(stdin.read(MAX_STDIN) or "{}")
-        answer = respond(payload, agent, budget=budget) if isinstance(payload, dict) else None
+        answer = respond(payload, agent, budget=budget, min_score=min_score) if isinstance(payload, dict) else None
     except Exception as exc:  # the agent must never see a failure of ours
         _log(f"{agent}: {type(exc).__name__}: {exc}")
         answer = None

@@ -11,6 +11,11 @@ Where each agent reads them (user-wide, or with ``--project DIR``):
 | claude-code | ~/.claude/settings.json, DIR/.claude/settings.json | ~/.claude.json, DIR/.mcp.json |
 | codex       | ~/.codex/hooks.json, DIR/.codex/hooks.json         | ~/.codex/config.toml, DIR/.codex/config.toml |
 | gemini      | ~/.gemini/settings.json, DIR/.gemini/settings.json (hooks and mcpServers) |  |
+
+A project's files are committed and run on teammates' machines, so ``--project`` writes the bare
+command ``skillmill`` (found on each machine's PATH: ``pipx install``, ``uv tool install`` or
+``pip install --user``) and none of the installer's own paths or ``SKILLMILL_*`` variables. The
+user-wide files stay on this machine, so they name this installation's executable by absolute path.
 """
 
 from __future__ import annotations
@@ -37,23 +42,51 @@ HOOK_EVENTS = {"claude-code": ("SessionStart", "UserPromptSubmit"), "codex": ("S
                "gemini": ("SessionStart", "BeforeAgent")}
 
 
-def executable() -> list[str]:
-    """How the agent should start skillmill: this installation's own executable, by absolute path."""
+#: What a project's committed files run: resolved from PATH on whichever machine runs the agent.
+PORTABLE = ["skillmill"]
+
+
+def executable(portable: bool = False) -> list[str]:
+    """How the agent should start skillmill: ``skillmill`` from PATH for a project's (shared) files,
+    this installation's own executable by absolute path for the user's own."""
+    if portable:
+        return list(PORTABLE)
     found = shutil.which("skillmill")
     if found:
         return [str(Path(found).absolute())]
     return [sys.executable, "-m", "pipeline"]
 
 
-def _env() -> dict[str, str]:
-    """Environment the agent must pass so skillmill finds the same home and library."""
+def _env(portable: bool = False) -> dict[str, str]:
+    """Environment the agent must pass so skillmill finds the same home and library (none in a project's
+    files: a teammate's skillmill uses their own home)."""
+    if portable:
+        return {}
     return {k: os.environ[k] for k in (settings.ENV_HOME, settings.ENV_LIBRARY) if os.environ.get(k)}
 
 
-def hook_command(agent: str) -> str:
-    env = " ".join(f"{k}={shlex.quote(v)}" for k, v in _env().items())
-    cmd = " ".join(shlex.quote(p) for p in [*executable(), "hook", agent])
+def hook_command(agent: str, portable: bool = False) -> str:
+    env = " ".join(f"{k}={shlex.quote(v)}" for k, v in _env(portable).items())
+    cmd = " ".join(shlex.quote(p) for p in [*executable(portable), "hook", agent])
     return f"{env} {cmd}".strip()
+
+
+def path_notes() -> list[str]:
+    """What to tell the installer of a project whose files run ``skillmill`` from PATH."""
+    found = shutil.which("skillmill")
+    if found is None:
+        return ["`skillmill` is not on PATH here: the agent will not find it. Install it as a tool from a "
+                "checkout or its git URL (`pipx install SRC`, `uv tool install SRC` or `pip install --user SRC`; "
+                "skillmill is not on PyPI), and so must each teammate."]
+    if _in_virtualenv(Path(found)):
+        return [f"`skillmill` on PATH is {found}, inside a virtual environment: the agent finds it only when "
+                "started from a shell where that environment is active. Teammates (and you) are better served "
+                "by `pipx install`, `uv tool install` or `pip install --user`."]
+    return []
+
+
+def _in_virtualenv(exe: Path) -> bool:
+    return (exe.absolute().parent.parent / "pyvenv.cfg").is_file()
 
 
 def _is_ours(command: str) -> bool:
@@ -77,6 +110,7 @@ class Plan:
     agent: str
     scope: str
     changes: list[Change] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
 
     def describe(self) -> str:
         lines = [f"Plan: connect {self.agent} to skillmill ({self.scope})"]
@@ -85,10 +119,11 @@ class Plan:
             lines.append(f"  {state:<9} {change.file}: {change.what}")
         if not self.changes:
             lines.append("  nothing to change")
+        lines += [f"Note: {note}" for note in self.notes]
         return "\n".join(lines)
 
     def contract(self, applied: bool) -> dict[str, Any]:
-        return {"agent": self.agent, "scope": self.scope, "applied": applied,
+        return {"agent": self.agent, "scope": self.scope, "applied": applied, "notes": self.notes,
                 "changes": [{"file": str(c.file), "what": c.what, "action": "create" if c.before is None else
                              ("update" if c.changed else "unchanged")} for c in self.changes]}
 
@@ -121,10 +156,11 @@ def _dump_json(data: dict[str, Any]) -> str:
     return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
 
 
-def _with_hooks(data: dict[str, Any], agent: str, events: tuple[str, ...], gemini: bool = False) -> dict[str, Any]:
+def _with_hooks(data: dict[str, Any], agent: str, events: tuple[str, ...], gemini: bool = False,
+                portable: bool = False) -> dict[str, Any]:
     """Add (or update) our hook under each event; other hooks stay as they are."""
     hooks = data.setdefault("hooks", {})
-    command = hook_command(agent)
+    command = hook_command(agent, portable)
     for event in events:
         groups = [g for g in hooks.get(event, []) if isinstance(g, dict)]
         others = [g for g in hooks.get(event, []) if not isinstance(g, dict)]
@@ -144,13 +180,14 @@ def _with_hooks(data: dict[str, Any], agent: str, events: tuple[str, ...], gemin
     return data
 
 
-def _with_server(data: dict[str, Any], key: str = "mcpServers", typed: bool = True) -> dict[str, Any]:
-    exe = executable()
+def _with_server(data: dict[str, Any], key: str = "mcpServers", typed: bool = True,
+                 portable: bool = False) -> dict[str, Any]:
+    exe = executable(portable)
     entry: dict[str, Any] = {"command": exe[0], "args": [*exe[1:], "mcp"]}
     if typed:
         entry = {"type": "stdio", **entry}
-    if _env():
-        entry["env"] = _env()
+    if _env(portable):
+        entry["env"] = _env(portable)
     data.setdefault(key, {})[SERVER] = entry
     return data
 
@@ -164,17 +201,17 @@ def _json_change(file: Path, what: str, edit: Any) -> Change:
 
 
 # -- TOML (Codex) -------------------------------------------------------------------------------
-def _toml_server_block() -> str:
-    exe = executable()
+def _toml_server_block(portable: bool = False) -> str:
+    exe = executable(portable)
     lines = [f"[mcp_servers.{SERVER}]", f"command = {json.dumps(exe[0])}",
              f"args = [{', '.join(json.dumps(a) for a in [*exe[1:], 'mcp'])}]"]
-    if _env():
+    if _env(portable):
         lines.append(f"[mcp_servers.{SERVER}.env]")
-        lines += [f"{k} = {json.dumps(v)}" for k, v in _env().items()]
+        lines += [f"{k} = {json.dumps(v)}" for k, v in _env(portable).items()]
     return "\n".join(lines) + "\n"
 
 
-def _with_toml_server(text: str) -> str:
+def _with_toml_server(text: str, portable: bool = False) -> str:
     """Replace our ``[mcp_servers.skillmill]`` tables (textually) or append them; the rest is untouched."""
     lines = text.splitlines(keepends=True)
     out: list[str] = []
@@ -187,12 +224,12 @@ def _with_toml_server(text: str) -> str:
         if not skipping:
             out.append(line)
     body = "".join(out).rstrip("\n")
-    result = (body + "\n\n" if body else "") + _toml_server_block()
+    result = (body + "\n\n" if body else "") + _toml_server_block(portable)
     tomllib.loads(result)  # never write a file the agent cannot read
     return result
 
 
-def _toml_change(file: Path) -> Change:
+def _toml_change(file: Path, portable: bool = False) -> Change:
     before = file.read_text(encoding="utf-8") if file.exists() else None
     if before is not None:
         try:
@@ -200,29 +237,33 @@ def _toml_change(file: Path) -> Change:
         except tomllib.TOMLDecodeError as exc:
             raise UsageError(f"{file} is not valid TOML ({exc}); skillmill will not rewrite it",
                              hint="fix the file, then run `skillmill install` again") from exc
-    return Change(file, f"MCP server [mcp_servers.{SERVER}]", before, _with_toml_server(before or ""))
+    return Change(file, f"MCP server [mcp_servers.{SERVER}]", before, _with_toml_server(before or "", portable))
 
 
 # -- the plan -----------------------------------------------------------------------------------
 def plan(agent: str, project: Path | None = None) -> Plan:
     base = project.expanduser().absolute() if project else Path.home()
     scope = f"project {base}" if project else "user-wide"
+    portable = project is not None  # a project's files are committed: they run on teammates' machines
+    if agent not in HOOK_EVENTS:
+        raise UsageError(f"unknown agent {agent!r}", hint="use claude-code, codex or gemini")
     events = HOOK_EVENTS[agent]
     hooks_what = f"hook `{SERVER} hook {agent}` on {' and '.join(events)}"
     changes: list[Change] = []
     if agent == "claude-code":
         changes.append(_json_change(base / ".claude" / "settings.json", hooks_what,
-                                    lambda d: _with_hooks(d, agent, events)))
+                                    lambda d: _with_hooks(d, agent, events, portable=portable)))
         mcp_file = base / ".mcp.json" if project else base / ".claude.json"
-        changes.append(_json_change(mcp_file, f"MCP server `{SERVER}` (mcpServers)", lambda d: _with_server(d)))
+        changes.append(_json_change(mcp_file, f"MCP server `{SERVER}` (mcpServers)",
+                                    lambda d: _with_server(d, portable=portable)))
     elif agent == "codex":
-        changes.append(_json_change(base / ".codex" / "hooks.json", hooks_what, lambda d: _with_hooks(d, agent, events)))
-        changes.append(_toml_change(base / ".codex" / "config.toml"))
+        changes.append(_json_change(base / ".codex" / "hooks.json", hooks_what,
+                                    lambda d: _with_hooks(d, agent, events, portable=portable)))
+        changes.append(_toml_change(base / ".codex" / "config.toml", portable))
     elif agent == "gemini":
         def edit(d: dict[str, Any]) -> dict[str, Any]:
-            return _with_server(_with_hooks(d, agent, events, gemini=True), typed=False)
+            return _with_server(_with_hooks(d, agent, events, gemini=True, portable=portable), typed=False,
+                                portable=portable)
 
         changes.append(_json_change(base / ".gemini" / "settings.json", f"{hooks_what}; MCP server `{SERVER}`", edit))
-    else:
-        raise UsageError(f"unknown agent {agent!r}", hint="use claude-code, codex or gemini")
-    return Plan(agent, scope, changes)
+    return Plan(agent, scope, changes, notes=path_notes() if portable else [])

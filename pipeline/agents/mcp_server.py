@@ -3,7 +3,8 @@
 Tools:
 
 * ``recall_skills(task, budget)`` — the brief for a task: the approved skills that fit, within
-  a token budget (the same ranking as ``skillmill recall``);
+  a token budget, each with its fit score in [0, 1] (the same ranking and threshold as
+  ``skillmill recall``);
 * ``get_skill(name)`` — one skill's full SKILL.md (by name, or by the path recall gave);
 * ``skill_feedback(name, verdict, note)`` — helpful / not_helpful / wrong / stale; journaled at
   once (never blocked by a running nightly), then fed into ranking and review. The note is
@@ -36,7 +37,8 @@ class _Index:
         self._stamp: tuple[int, int] | None = None
 
     def get(self) -> Any:
-        from pipeline.recall import RecallIndex, repair
+        from pipeline.agents import repair
+        from pipeline.recall import RecallIndex
 
         repair.repair_or_warn()  # a review decision killed before it republished: one stat when there is none
         path = settings.recall_index_path()
@@ -54,7 +56,7 @@ def build_server() -> Any:
 
     from pipeline import __version__
     from pipeline.errors import SkillmillError
-    from pipeline.recall import feedback, pack
+    from pipeline.recall import feedback, pack, usage
     from pipeline.recall.brief import skill_body
     from pipeline.recall.search import clip_task
     from pipeline.recall.text import lean
@@ -74,7 +76,9 @@ def build_server() -> Any:
         (name, when to use it and path of each; full text of the best ones that fit)."""
         task = clip_task(task)  # as the hook does: a pasted 20 MB log took half a minute
         hits = _open().search(task, limit=5)
-        return pack(task, hits, max(1, int(budget))).markdown()
+        packed = pack(task, hits, max(1, int(budget)))
+        usage.record([(h.name, h.path) for h in packed.hits], "mcp")
+        return packed.markdown()
 
     @server.tool()
     def get_skill(name: str) -> str:
@@ -87,6 +91,7 @@ def build_server() -> Any:
             text = lean((Path(best["path"]) / "SKILL.md").read_text(encoding="utf-8"))
         except OSError:
             text = skill_body(best["path"]) or best["description"]
+        usage.record([(best["name"], best["path"])], "mcp")
         others = "".join(f"\n(another skill of this name: {f['path']})" for f in found[1:])
         return f"<!-- {best['path']}/SKILL.md -->\n{text}{others}"
 
@@ -108,6 +113,14 @@ def build_server() -> Any:
 
 
 def serve() -> None:
-    """Run the server on stdio until the client disconnects."""
+    """Run the server on stdio until the client disconnects, and meanwhile answer the hooks' questions
+    on the recall socket (``pipeline.recall.daemon``), so prompts get the semantic channel too."""
     os.environ.setdefault("DO_NOT_TRACK", "1")
-    build_server().run("stdio")
+    from pipeline.recall import daemon
+
+    warm = daemon.serve_in_thread()
+    try:
+        build_server().run("stdio")
+    finally:
+        if warm is not None:
+            warm.close()

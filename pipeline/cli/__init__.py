@@ -20,10 +20,10 @@ class SkillmillGroup(_help.Group):
     """Turns skillmill's own errors into a message, a hint and an exit code; never a traceback."""
 
     sections = {  # by workflow, in the order a new user meets them
-        "Run": ("run", "ingest", "redact", "formats", "sources"),
+        "Run": ("run", "scan", "ingest", "redact", "formats", "sources"),
         "Review": ("review", "show", "feedback"),
         "Recall": ("recall", "index", "eval"),
-        "Agents": ("install", "hook", "mcp", "export"),
+        "Agents": ("install", "hook", "mcp", "export", "recall-server"),
         "Operate": ("runs", "schedule", "config"),
     }
 
@@ -67,13 +67,13 @@ def _register() -> None:
     from pipeline.cli import config as config_command
     from pipeline.cli import eval as eval_command
     from pipeline.cli import feedback as feedback_command
-    from pipeline.cli import formats, ingest, recall, redact, review, run, sources
+    from pipeline.cli import formats, ingest, recall, redact, review, run, scan, sources
     from pipeline.cli import index as index_command
     from pipeline.cli import runs as runs_command
     from pipeline.cli import schedule as schedule_command
     from pipeline.cli import show as show_command
 
-    for module in (run, ingest, recall, formats, sources, review, redact, index_command, eval_command,
+    for module in (run, scan, ingest, recall, formats, sources, review, redact, index_command, eval_command,
                    feedback_command, config_command, runs_command, schedule_command, show_command):
         main.add_command(module.command)
     for command in agent_commands.COMMANDS:

@@ -52,28 +52,64 @@ def install_command(agent: str, project: str | None, dry_run: bool, as_json: boo
 @click.option("--agent", required=True, type=click.Choice(AGENTS), help="The agent whose skills folder to fill.")
 @click.option("--project", type=click.Path(file_okay=False), help="Export into this project, not user-wide.")
 @click.option("--library", type=click.Path(file_okay=False), help="Skill library folder.")
+@click.option("--repo", metavar="OWNER/NAME",
+              help="Only skills for this repository (and those for any repository). Default with --project: "
+                   "the project's own repository.")
+@click.option("--all-repos", is_flag=True, help="Every approved skill, whichever repository it is for.")
 @click.option("--dry-run", is_flag=True, help="Show what would change and change nothing.")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
-def export_command(agent: str, project: str | None, library: str | None, dry_run: bool, as_json: bool) -> None:
+def export_command(agent: str, project: str | None, library: str | None, repo: str | None, all_repos: bool,
+                   dry_run: bool, as_json: bool) -> None:
     """Write the approved skills into the agent's native skills folder.
 
     .claude/skills (Claude Code), .agents/skills (Codex), .gemini/skills (Gemini CLI), in
-    --project or in your home folder. Exported folders carry a .skillmill-export marker: a later
-    export updates or removes them, and never touches a skill folder without it.
+    --project or in your home folder. A project gets the skills for its own repository (from its
+    git remote) and those for any repository, not other repositories' manuals. Exported folders
+    carry a .skillmill-export marker: a later export updates or removes them, and never touches a
+    skill folder without it. Each export is remembered, and every review decision re-runs it.
     """
     from pathlib import Path
 
     from pipeline import config, settings
     from pipeline.agents import export
+    from pipeline.errors import UsageError
 
+    if repo and all_repos:
+        raise UsageError("give --repo or --all-repos, not both")
+    folder = Path(project) if project else None
+    wanted = None if all_repos else (repo or export.project_repo(folder))
     lib = config.load({"library": library}).library
-    report = export.export(agent, Path(project) if project else None,
-                           Path(lib) if lib else settings.library_dir(), dry_run=dry_run)
+    report = export.export(agent, folder, Path(lib) if lib else settings.library_dir(), dry_run=dry_run,
+                           repo=wanted)
     if as_json:
         emit_json(report.contract())
         return
     click.echo(report.describe())
 
 
+@click.command("recall-server")
+@click.option("--idle", type=click.FloatRange(min=1), metavar="SECONDS",
+              help="Exit after this long without a question.  [default: never]")
+def recall_server_command(idle: float | None) -> None:
+    """Keep recall warm for the hooks: answer their questions on $SKILLMILL_HOME/recall.sock.
+
+    The per-prompt hook cannot load an embedding model in the time a hook call may take; this
+    process holds it (the MCP server does the same while a session is open, and the hook starts
+    one with --idle when none answers). Exits at once when another process serves the socket.
+    """
+    from pipeline.recall import daemon
+
+    server = daemon.Server(idle=idle)
+    if not server.bind():
+        click.echo(f"Another process already answers on {server.path}.", err=True)
+        return
+    click.echo(f"Answering recall questions on {server.path} (Ctrl-C to stop).", err=True)
+    server.warm()
+    try:
+        server.serve()
+    except KeyboardInterrupt:
+        server.close()
+
+
 hook_command = click_command("hook", hook_cli.parser, hook_cli.main)
-COMMANDS = (mcp_command, hook_command, install_command, export_command)
+COMMANDS = (mcp_command, hook_command, install_command, export_command, recall_server_command)

@@ -7,7 +7,6 @@ import sys
 import click
 
 from pipeline.cli._output import emit_json, progress_bar
-from pipeline.summary import EXIT_OK, EXIT_PARTIAL
 from pipeline.terminal import visible
 
 
@@ -22,6 +21,7 @@ def command(paths: tuple[str, ...], as_json: bool) -> None:
     """
     from pipeline import progress
     from pipeline.ingest import ingest_file, iter_files
+    from pipeline.summary import EXIT_OK, EXIT_PARTIAL  # not at the top: every command loads this module
 
     files = list(iter_files(paths))
     worst = EXIT_OK

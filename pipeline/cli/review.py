@@ -101,7 +101,7 @@ def command(ctx: click.Context, web: bool, port: int, who: str | None, library: 
     skillmill review log                        the audit log: who decided what, when and why
     skillmill review --web                      the same in a browser (127.0.0.1, token required)
     """
-    from pipeline.recall import repair
+    from pipeline.agents import repair
 
     repair.repair_or_warn()  # a decision killed before its republish left the index behind: publish it now
     if ctx.invoked_subcommand is not None:
@@ -146,10 +146,65 @@ def list_command(as_json: bool, repo: str | None, kinds: tuple[str, ...], min_co
     found = items(lib, filters, on_error=lambda path, exc: errors.append(f"{path}: {exc.message}"))
     for error in errors:
         click.secho(f"  ! unreadable skill skipped: {visible(error)}", err=True, fg="yellow")
+    stale = _stale(lib, filters)
+    unused = _unused(lib, filters)
     if as_json:
-        emit_json([i.contract() for i in found])
+        emit_json([s.contract() for s in stale] + [u.contract() for u in unused] + [i.contract() for i in found])
         return
+    _print_stale(stale)
+    _print_unused(unused)
     _print_list(lib, found, filters)
+
+
+def _stale(lib: Any, filters: Any) -> list[Any]:
+    """Approved skills that fell behind their checkout: listed first, whatever else waits."""
+    if not {"approved", "candidate", "proposed"} & set(filters.statuses) or filters.kinds or filters.flagged:
+        return []
+    from pipeline.review.staleness import stale
+
+    return stale(lib, filters.repo)
+
+
+def _unused(lib: Any, filters: Any) -> list[Any]:
+    """Approved skills unserved or mostly unhelpful for ``[review] deprecate_after_days``: after the stale ones."""
+    if not {"approved", "candidate", "proposed"} & set(filters.statuses) or filters.kinds or filters.flagged:
+        return []
+    from pipeline import config
+    from pipeline.review.unused import proposals
+
+    return proposals(lib, config.load({}).review.deprecate_after_days, repo=filters.repo)
+
+
+def _print_unused(unused: list[Any]) -> None:
+    if not unused:
+        return
+    from pipeline.review.unused import span
+
+    click.secho(f"{len(unused)} approved skill{'s' if len(unused) != 1 else ''} proposed for DEPRECATION (not "
+                f"served, or mostly unhelpful, in the last {span(unused[0].days)}; nothing was changed):",
+                fg="yellow", bold=True)
+    for u in unused:
+        last = f"last {u.last_served:%Y-%m-%d}" if u.last_served else "never"
+        click.echo(visible(f"  {u.name}  (approved since {u.approved_since:%Y-%m-%d}; served {u.served} "
+                           f"time{'s' if u.served != 1 else ''}, {last}; feedback {u.helpful} helpful, "
+                           f"{u.unhelpful} unhelpful)"))
+        for reason in u.reasons:
+            click.echo(visible(f"    - {reason}"))
+        click.echo(visible(f"    to retire it: {u.command}"))
+    click.echo()
+
+
+def _print_stale(stale: list[Any]) -> None:
+    if not stale:
+        return
+    click.secho(f"{len(stale)} approved skill{'s' if len(stale) != 1 else ''} STALE (no longer fit the checkout; "
+                "nothing was changed: edit, deprecate or approve the proposed change):", fg="red", bold=True)
+    for s in stale:
+        offer = "  -> a proposed change waits: skillmill review show " + s.name if s.proposal else ""
+        click.echo(visible(f"  {s.name}  (checked {s.checked} in {s.checkout}){offer}"))
+        for reason in s.reasons:
+            click.echo(visible(f"    - {reason.get('text', '')}"))
+    click.echo()
 
 
 def _print_list(lib: Any, found: list[Any], filters: Any) -> None:
@@ -298,6 +353,12 @@ def _print_show(item: Any, excerpts: Any, diff: Any, lines: int) -> None:
             say(f"     ┊ {step.trajectory[:12]} {step.label}", fg="cyan")
             for line in step.body(lines):
                 say(f"     ┊   {line}", dim=True)
+        from pipeline.library.model import is_file_ref
+
+        files = [f"{e.trajectory}:{','.join(map(str, e.steps))}" for e in ev if is_file_ref(e.trajectory)]
+        if files:  # what a scan read it from: the checkout's file and line
+            say(f"     ┊ from the checkout: {', '.join(files)}", fg="cyan")
+        ev = [e for e in ev if not is_file_ref(e.trajectory)]
         missing = [m for m in (f"{e.trajectory}:{i}" for e in ev for i in e.steps)
                    if tuple((m.split(":")[0], int(m.split(":")[1]))) not in excerpts.steps]
         if missing and not excerpts.note:

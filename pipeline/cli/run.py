@@ -16,7 +16,8 @@ from pipeline.terminal import visible
 @click.option("--library", type=click.Path(file_okay=False),
               help="Skill library folder (default: $SKILLMILL_LIBRARY, the config file, $SKILLMILL_HOME/skills).")
 @click.option("--json", "as_json", is_flag=True, help="End with one JSON line summarizing the run.")
-@click.option("-v", "--verbose", is_flag=True, help="Show Prefect's logs.")
+@click.option("-v", "--verbose", is_flag=True,
+              help="List each trajectory that gave nothing reusable (id, reason, file, task); show Prefect's logs.")
 @click.option("--defer-minutes", type=click.FloatRange(min=0), default=None,
               help="Leave files changed less than this long ago for the next run "
                    "(default: [sources] defer_minutes, 5, with no PATHS; 0 for PATHS given).")
@@ -31,7 +32,7 @@ from pipeline.terminal import visible
               help="When another run is in progress, wait up to SECONDS for it (default 0: exit 75 at once).")
 @click.option("--progress", "progress_mode", type=click.Choice(["auto", "lines", "none"]), default="auto",
               help="auto: a progress bar on a terminal; lines: one line per stage and every 10% on stderr "
-                   "(for logs); none.")
+                   "(for logs); none: not even the line saying which Prefect server the run waits for.")
 def command(paths: tuple[str, ...], library: str | None, as_json: bool, verbose: bool,
             defer_minutes: float | None, task_runner: str | None, dask_address: str | None,
             concurrency: int | None, wait: float, progress_mode: str) -> None:
@@ -40,9 +41,14 @@ def command(paths: tuple[str, ...], library: str | None, as_json: bool, verbose:
     With no PATHS, reads the places agents keep their sessions (`skillmill sources` lists
     them). Only what is new since the last run is read: unchanged files are skipped, grown
     sessions are read from where the last run stopped. Runs the Prefect flow discover ->
-    parse -> distill -> write -> index, on a temporary local Prefect server unless
-    PREFECT_API_URL is set. Exit 0 when every input was processed, 1 when some failed (the
-    rest is kept), 2 for usage errors.
+    parse -> distill -> write -> index. Exit 0 when every input was processed, 1 when some
+    failed (the rest is kept), 2 for usage errors (a missing path, a folder it cannot write).
+
+    \b
+    Prefect server: PREFECT_API_URL if set (environment or Prefect profile); else a local
+    server the first run starts (~10 s) and the next runs reuse; it stops by itself after
+    [run] server_idle_minutes (10) unused, and with 0 a run starts its own and stops it.
+    The summary says how long it took apart from the run's work.
 
     \b
     Distills with a model when SKILLMILL_MODEL is set (a litellm model string, e.g.
@@ -56,27 +62,29 @@ def command(paths: tuple[str, ...], library: str | None, as_json: bool, verbose:
     message, or wait for it with --wait SECONDS. A run killed at any moment (even kill -9)
     leaves nothing half-written; the next run cleans up and completes the work.
     """
-    from pipeline.ingest import iter_files
+    from pipeline.execution import server
 
-    next(iter(iter_files(paths)), None)  # a missing path is a usage error before any work starts
+    started = server.process_started()
+    say = _say(progress_mode)
+    cfg = _preflight(paths, library, task_runner, dask_address, concurrency)
     if not verbose:
         os.environ.setdefault("PREFECT_LOGGING_LEVEL", "CRITICAL")
         os.environ.setdefault("PREFECT_SERVER_LOGGING_LEVEL", "CRITICAL")
-    from pipeline import config
     from pipeline.execution import lock
 
-    cfg = config.load({"library": library, "run.task_runner": task_runner, "run.dask_address": dask_address,
-                       "run.concurrency": concurrency})  # a bad value is a usage error before any work starts
-    if not wait and (holder := lock.holder()) is not None:  # say so now, not after starting Prefect
-        raise lock.RunInProgress(lock.describe(holder), hint="it ends by itself; `skillmill run --wait SECONDS` "
-                                                             "waits for it")
-    from flows.nightly import nightly
-    from pipeline.execution import server
+    def waiting(holder: dict | None) -> None:
+        say(f"waiting: {lock.describe(holder)} (--wait {wait:.0f} s) ...")
 
-    with progress_bar(progress_mode), server.for_run():
-        result = nightly(paths=list(paths), library=cfg.library, defer_minutes=defer_minutes,
-                         task_runner=task_runner, dask_address=dask_address, concurrency=concurrency, wait=wait)
-    _print(result)
+    # The lock before any server: a second run exits 75 at once, and --wait waits before a server starts.
+    with lock.run_lock(wait=wait, on_wait=waiting, for_process=True), \
+            server.for_run(cfg.run.server_idle_minutes, say=say, meanwhile=_import_flow,
+                           command_started=started):
+        from flows.nightly import nightly
+
+        with progress_bar(progress_mode):
+            result = nightly(paths=list(paths), library=cfg.library, defer_minutes=defer_minutes,
+                             task_runner=task_runner, dask_address=dask_address, concurrency=concurrency, wait=wait)
+    _print(result, verbose)
     if not paths and not (result["files"]["seen"] or result["files"]["unchanged"] or result["deferred"]):
         click.echo("No trajectory files in the default locations; `skillmill sources` shows where skillmill "
                    "looked, [sources] paths in the config adds places.", err=True)
@@ -85,7 +93,42 @@ def command(paths: tuple[str, ...], library: str | None, as_json: bool, verbose:
     sys.exit(result["exit_code"])
 
 
-def _print(result: dict) -> None:
+def _preflight(paths: tuple[str, ...], library: str | None, task_runner: str | None, dask_address: str | None,
+               concurrency: int | None) -> object:
+    """Every check that needs no Prefect server, before one starts (``pipeline.execution.preflight``)."""
+    from pathlib import Path
+
+    from pipeline import config, settings
+    from pipeline.errors import PREFECT_ADVICE
+    from pipeline.execution.preflight import writable
+    from pipeline.ingest import iter_files
+
+    next(iter(iter_files(paths)), None)  # a path that does not exist is a usage error
+    cfg = config.load({"library": library, "run.task_runner": task_runner, "run.dask_address": dask_address,
+                       "run.concurrency": concurrency})  # so is a bad value
+    writable(settings.home(), "SKILLMILL_HOME", elsewhere="set SKILLMILL_HOME to a folder you can write")
+    writable(Path(cfg.library).expanduser() if cfg.library else settings.library_dir(), "the library",
+             elsewhere="pass --library DIR (or set SKILLMILL_LIBRARY) with a folder you can write")
+    writable(settings.prefect_home(), "PREFECT_HOME", advice=PREFECT_ADVICE,
+             space_advice="free some space or point PREFECT_HOME elsewhere",
+             elsewhere="set PREFECT_HOME to a folder you can write")
+    settings.ensure_prefect_home()
+    return cfg
+
+
+def _import_flow() -> None:
+    """Import the flow (and Prefect, ~2 s) while a server starts."""
+    import flows.nightly  # noqa: F401
+
+
+def _say(progress_mode: str):  # noqa: ANN202
+    """A progress line on stderr (``skillmill: ...``), unless ``--progress none``."""
+    if progress_mode == "none":
+        return lambda text: None
+    return lambda text: click.echo(visible(f"skillmill: {text}"), err=True)
+
+
+def _print(result: dict, verbose: bool = False) -> None:
     """The summary. Paths, names and reasons can quote what a session held: each line is printed ``visible``."""
 
     def echo(text: str = "") -> None:
@@ -120,16 +163,48 @@ def _print(result: dict) -> None:
     for item in result.get("reopened", []):
         click.secho(visible(f"  ! {item['name']} was rejected before and is back for review: {item['reason']}"),
                     fg="yellow")
-    if result["nothing_reusable"]:
-        echo(f"Nothing reusable in {len(result['nothing_reusable'])} trajectories:")
-        for item in result["nothing_reusable"]:
-            echo(f"  {item['trajectory']}  {item['reason']}")
+    _print_nothing_reusable(result["nothing_reusable"], verbose, echo)
     _print_llm(result)
     for error in result["errors"]:
         where = f"{error['path']}:{error['line']}" if error.get("line") else (error.get("path") or "")
         click.secho(visible(f"  ! {where}  {error['reason']}"), err=True, fg="yellow")
     if s["proposed"] or s["updated"]:
         echo("New skills are candidates: review them before any agent sees them.")
+    if (took := took_line(result)) is not None:
+        echo(took)
+
+
+def _print_nothing_reusable(items: list[dict], verbose: bool, echo) -> None:  # noqa: ANN001
+    """How many trajectories gave nothing, by reason; with ``-v`` each one with its file and task."""
+    if not items:
+        return
+    if verbose:
+        echo(f"Nothing reusable in {len(items)} trajectories:")
+        for item in items:
+            echo(f"  {item['trajectory']}  {item['reason']}  {item.get('path') or '?'}  {item.get('task') or ''}"
+                 .rstrip())
+        return
+    counts: dict[str, int] = {}
+    for item in items:
+        counts[item["reason"]] = counts.get(item["reason"], 0) + 1
+    echo(f"Nothing reusable in {len(items)} trajectories (-v lists them, with file and task):")
+    width = len(str(max(counts.values())))
+    for reason, count in sorted(counts.items(), key=lambda pair: (-pair[1], pair[0])):
+        echo(f"  {count:>{width}}  {reason}")
+
+
+def took_line(result: dict) -> str | None:
+    """``Took 22.1 s (+ 9.8 s starting the Prefect server; 33.5 s in all)``: the flow's work, the server apart."""
+    work, wall, server_s = result.get("duration_s"), result.get("wall_s"), result.get("server_s") or 0.0
+    if work is None:
+        return None
+    parts = {"started": f"+ {server_s:.1f} s starting the local Prefect server",
+             "temporary": f"+ {server_s:.1f} s starting a temporary Prefect server",
+             "reused": "the local Prefect server was up", "configured": "Prefect server from PREFECT_API_URL"}
+    notes = [parts[how]] if (how := result.get("server")) in parts else []
+    if wall is not None:
+        notes.append(f"{wall:.1f} s in all")
+    return f"Took {work:.1f} s" + (f" ({'; '.join(notes)})" if notes else "")
 
 
 def _print_llm(result: dict) -> None:

@@ -17,6 +17,7 @@ from pipeline.distill import tables as distill_tables
 from pipeline.distill.lessons import generalize
 from pipeline.distill.naming import clamp_name
 from pipeline.distill.risk import flag
+from pipeline.distill.scanned import carry as carry_scan
 from pipeline.errors import SkillFileError
 from pipeline.index.state import StateDB
 from pipeline.ingest import tables as ingest_tables
@@ -199,6 +200,8 @@ def consolidate_repos(state: StateDB, library: Library, repos: Iterable[str], ou
     for skill in drafts:
         if skill is None:
             continue
+        if skill.kind == "repo":  # what the last scan of the checkout wrote stays in the manual
+            skill = carry_scan(skill, _stored(library, skill.name))
         try:
             name, saved = save_skill(library, flag(skill), reopened=outcome.reopened)
         except SkillFileError as exc:
@@ -207,6 +210,14 @@ def consolidate_repos(state: StateDB, library: Library, repos: Iterable[str], ou
                                            "repository writes it again"))
             continue
         outcome.results[name] = saved
+
+
+def _stored(library: Library, name: str) -> Skill | None:
+    try:
+        found = library.get(name)
+    except SkillFileError:
+        return None
+    return found.skill if found else None
 
 
 def _unreadable(exc: SkillFileError) -> RunError:

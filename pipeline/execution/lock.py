@@ -10,6 +10,11 @@ the run lock covers a whole run; :meth:`pipeline.library.Library.lock` covers ea
 check-then-write of a skill and is shared with review decisions, so a person can approve
 while a run writes; ``recall.duckdb.lock`` serializes publishers of the recall index.
 Readers (recall, the review page) take none of them.
+
+``skillmill run`` takes the lock itself, before it starts or contacts a Prefect server (a busy
+lock is exit 75 in about a second, and ``--wait`` waits before any server starts), with
+``for_process=True``: the flow it then runs in the same process enters its own ``run_lock`` at
+once. Flows started any other way (a deployment, ``skillmill schedule``) take it in the flow.
 """
 
 from __future__ import annotations
@@ -31,6 +36,9 @@ from pipeline.errors import SkillmillError
 LOCK_FILE = "run.lock"
 #: sysexits.h EX_TEMPFAIL: "try again later" -- what cron wrappers and schedulers expect for "busy".
 EX_TEMPFAIL = 75
+
+#: Lock files this process holds with ``for_process=True``: nested ``run_lock`` calls for them enter at once.
+_held_for_process: set[str] = set()
 
 
 class RunInProgress(SkillmillError):
@@ -69,13 +77,19 @@ def describe(info: dict | None) -> str:
 
 @contextlib.contextmanager
 def run_lock(home: Path | None = None, *, wait: float = 0.0, poll: float = 0.25,
-             on_wait: Callable[[dict | None], None] | None = None) -> Iterator[Path]:
+             on_wait: Callable[[dict | None], None] | None = None, for_process: bool = False) -> Iterator[Path]:
     """Hold the run lock for the ``with`` block; wait up to ``wait`` seconds for it.
 
     Raises :class:`RunInProgress` when another run still holds it after ``wait``. ``on_wait``
     is called once, with the holder, when the lock is busy and the caller chose to wait.
+    ``for_process``: the lock is this process's, so ``run_lock`` calls inside the block (any
+    thread: the flow the CLI runs) enter without locking again.
     """
     path = lock_path(home)
+    key = str(path.absolute())
+    if key in _held_for_process:
+        yield path
+        return
     private.mkdir(path.parent)
     fd = os.open(path, os.O_RDWR | os.O_CREAT, private.FILE_MODE)  # it says who runs, from where
     private.restrict(path)
@@ -86,8 +100,12 @@ def run_lock(home: Path | None = None, *, wait: float = 0.0, poll: float = 0.25,
                     "started_at": datetime.now(UTC).isoformat(timespec="seconds")}
             os.ftruncate(fd, 0)
             os.pwrite(fd, orjson.dumps(info) + b"\n", 0)
+            if for_process:
+                _held_for_process.add(key)
             yield path
         finally:
+            if for_process:
+                _held_for_process.discard(key)
             with contextlib.suppress(OSError):
                 os.ftruncate(fd, 0)  # nobody holds it: say so to whoever reads the file
             fcntl.flock(fd, fcntl.LOCK_UN)

@@ -1,15 +1,26 @@
-"""The temporary Prefect server of a ``skillmill run``, which stops when the run does -- even on ``kill -9``.
+"""The Prefect server a ``skillmill run`` talks to: the user's, a shared local one, or one for this run.
 
-With no ``PREFECT_API_URL``, Prefect starts a temporary server (uvicorn in a child process)
-and stops it at exit. A run killed with ``kill -9`` never reaches its exit handlers, and
-Prefect's server then lives on (~230 MB) with nobody to stop it; one more after each crash.
-``skillmill run`` therefore starts the same server itself, through :func:`_child`, which asks
-the kernel for SIGTERM when its parent dies (Linux ``PR_SET_PDEATHSIG``) and also watches its
-parent's pid (elsewhere). The run then talks to it through ``PREFECT_API_URL``, as it would
-to any server -- and so do Dask workers, which could not reach a server private to the run's
-process otherwise.
+In this order:
 
-The server is the one Prefect would start (same app, UI off, same database in PREFECT_HOME).
+1. ``PREFECT_API_URL``, wherever the user set it (the environment, a Prefect profile, ``.env`` or
+   ``prefect.toml``): that server, and nothing is started;
+2. ``[run] server_idle_minutes`` above 0 (default 10): the local server of
+   :mod:`pipeline.execution.shared_server`, found up (milliseconds) or started detached; it
+   serves the next runs and stops by itself once idle;
+3. ``server_idle_minutes = 0``: a temporary server for this run only, as Prefect would start one,
+   which stops when the run does -- even on ``kill -9``. A run killed that way never reaches its
+   exit handlers, so Prefect's own temporary server would live on (~230 MB); this one is started
+   through :func:`_child`, which asks the kernel for SIGTERM when its parent dies (Linux
+   ``PR_SET_PDEATHSIG``) and also watches its parent's pid (elsewhere).
+
+The run then talks to the server through ``PREFECT_API_URL``, as it would to any server -- and so
+do Dask workers, which could not reach a server private to the run's process otherwise. Either
+local server is the one Prefect would start (same app, UI off, the database in ``PREFECT_HOME``).
+
+Finding out whether the user configured a server does not import Prefect (~2 s) when the
+environment and the active profile say it, so a run can say within a second what it waits for;
+the server then starts while the run imports the flow (``meanwhile``). :func:`current` tells the
+flow how long the server took, for the run's report.
 """
 
 from __future__ import annotations
@@ -22,14 +33,52 @@ import subprocess
 import sys
 import threading
 import time
+import tomllib
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
 
+from pipeline import settings
 from pipeline.errors import SkillmillError
 
 STARTUP_TIMEOUT_S = 90.0  # first start migrates Prefect's database: 6-11 s on an idle 2-core machine
 _ENV = {"PREFECT_UI_ENABLED": "0", "PREFECT__SERVER_EPHEMERAL": "1", "PREFECT__SERVER_FINAL": "1"}
+
+
+@dataclass
+class Startup:
+    """How the run reached its Prefect server, and what that cost."""
+
+    how: str  # "configured" (PREFECT_API_URL), "reused" or "started" (the shared server), "temporary"
+    url: str
+    seconds: float = 0.0  # starting the server, or checking that it answers
+    command_started: float = field(default_factory=time.monotonic)  # time.monotonic() when the command began
+
+    def wall(self) -> float:
+        """Seconds since the command began."""
+        return round(time.monotonic() - self.command_started, 2)
+
+
+_current: Startup | None = None
+
+
+def current() -> Startup | None:
+    """The server of the run in progress in this process (:func:`for_run`), or None (a deployment, a test)."""
+    return _current
+
+
+def process_started() -> float:
+    """``time.monotonic()`` at this process's start (from ``/proc`` on Linux; elsewhere: now)."""
+    now = time.monotonic()
+    try:
+        with open("/proc/self/stat", "rb") as stat:
+            ticks = int(stat.read().rsplit(b")", 1)[1].split()[19])  # field 22, starttime, in clock ticks since boot
+        age = time.clock_gettime(time.CLOCK_BOOTTIME) - ticks / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError, AttributeError):
+        return now
+    return now - age if 0 <= age < 3600 else now
 
 
 class TemporaryServer:
@@ -54,20 +103,63 @@ def configured_url() -> str | None:
     return PREFECT_API_URL.value() or None
 
 
-def start(timeout: float = STARTUP_TIMEOUT_S) -> TemporaryServer:
-    """Start a temporary server tied to this process; return once it answers ``/health``."""
-    from prefect.settings import get_current_settings
+def configured() -> tuple[str | None, str]:
+    """The Prefect API the user configured and where it comes from; ``(None, "")`` when there is none.
 
-    env = {**os.environ, **_ENV, **get_current_settings().to_environment_variables(exclude_unset=True)}
+    Read without importing Prefect from the environment and the active Prefect profile; Prefect's
+    own settings decide when Prefect is imported already (a test harness) or when this folder has
+    files Prefect reads settings from (``.env``, ``prefect.toml``, ``pyproject.toml``'s
+    ``[tool.prefect]``).
+    """
+    if "prefect.settings" in sys.modules or _settings_files_here():
+        url = configured_url()
+        return url, ("PREFECT_API_URL" if url and os.environ.get("PREFECT_API_URL") == url else "Prefect's settings")
+    if url := os.environ.get("PREFECT_API_URL"):
+        return url, "PREFECT_API_URL"
+    path = Path(os.environ.get("PREFECT_PROFILES_PATH") or settings.prefect_home() / "profiles.toml").expanduser()
+    try:
+        profiles = tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return None, ""
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        url = configured_url()  # Prefect says what it makes of the file
+        return url, "Prefect's settings"
+    name = os.environ.get("PREFECT_PROFILE") or profiles.get("active") or "ephemeral"
+    profile = (profiles.get("profiles") or {}).get(name) or {}
+    url = profile.get("PREFECT_API_URL") if isinstance(profile, dict) else None
+    return (str(url), f"PREFECT_API_URL of Prefect profile {name!r} in {path}") if url else (None, "")
+
+
+def _settings_files_here() -> bool:
+    here = Path.cwd()
+    if (here / ".env").is_file() or (here / "prefect.toml").is_file():
+        return True
+    try:
+        return "[tool.prefect" in (here / "pyproject.toml").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return False
+
+
+def spawn(port: int | None = None) -> tuple[TemporaryServer, int]:
+    """Start a temporary server tied to this process (not waiting for it); with the port it will listen on."""
+    env = {**os.environ, **_ENV}
+    if "prefect.settings" in sys.modules:  # settings of this process that the environment may not hold (a harness)
+        from prefect.settings import get_current_settings
+
+        env.update(get_current_settings().to_environment_variables(exclude_unset=True))
     env.pop("PREFECT_API_URL", None)
+    port = port or _free_port()
+    process = subprocess.Popen([sys.executable, "-m", "pipeline.execution.server", str(os.getpid()), str(port)],
+                               env=env, stdin=subprocess.DEVNULL)
+    return TemporaryServer(process, port), port
+
+
+def wait_for(server: TemporaryServer, timeout: float = STARTUP_TIMEOUT_S) -> TemporaryServer:
+    """Return ``server`` (or a replacement on another port) once it answers ``/health``."""
     deadline = time.monotonic() + timeout
     for _attempt in range(3):  # a port taken between choosing it and binding it: choose another
-        port = _free_port()
-        process = subprocess.Popen([sys.executable, "-m", "pipeline.execution.server", str(os.getpid()), str(port)],
-                                   env=env, stdin=subprocess.DEVNULL)
-        server = TemporaryServer(process, port)
         while time.monotonic() < deadline:
-            if process.poll() is not None:
+            if server.process.poll() is not None:
                 break
             if _healthy(server.url):
                 return server
@@ -76,31 +168,102 @@ def start(timeout: float = STARTUP_TIMEOUT_S) -> TemporaryServer:
             server.stop()
             raise SkillmillError(f"the temporary Prefect server did not start within {timeout:.0f} s",
                                  hint="set PREFECT_API_URL to a running Prefect server (`prefect server start`)")
-    raise SkillmillError(f"the temporary Prefect server exited at start (code {process.returncode})",
+        code = server.process.returncode
+        server, _ = spawn()
+    server.stop()
+    raise SkillmillError(f"the temporary Prefect server exited at start (code {code})",
                          hint="run with -v to see its log, or set PREFECT_API_URL to a running Prefect server")
 
 
-@contextlib.contextmanager
-def for_run() -> Iterator[str | None]:
-    """Use the configured Prefect API, or a temporary server tied to this process for the block."""
-    url = configured_url()
-    if url:
-        yield url
-        return
-    from prefect.settings import PREFECT_API_URL, temporary_settings
+def start(timeout: float = STARTUP_TIMEOUT_S) -> TemporaryServer:
+    """Start a temporary server tied to this process; return once it answers ``/health``."""
+    return wait_for(spawn()[0], timeout)
 
-    server = start()
-    previous = os.environ.get("PREFECT_API_URL")
-    os.environ["PREFECT_API_URL"] = server.url  # for child processes (Dask's local workers)
+
+@contextlib.contextmanager
+def for_run(idle_minutes: float = 0.0, *, say: Callable[[str], None] = lambda _: None,
+            meanwhile: Callable[[], object] | None = None,
+            command_started: float | None = None) -> Iterator[Startup]:
+    """The run's Prefect server for the block (see the module's docstring for which one).
+
+    ``say`` gets one line as soon as it is known what the run waits for, and one when a server it
+    started answers; ``meanwhile`` runs while a server starts (importing the flow).
+    """
+    global _current
+    began = time.monotonic()
+    command_started = began if command_started is None else command_started
+    url, origin = configured()
     try:
-        with temporary_settings({PREFECT_API_URL: server.url}):
-            yield server.url
+        if url:
+            say(f"using the Prefect server at {url} ({origin})")
+            _then(meanwhile)
+            _current = Startup("configured", url, 0.0, command_started)
+            yield _current
+        elif idle_minutes > 0:
+            from pipeline.execution import shared_server
+
+            with shared_server.use(idle_minutes * 60, say=say, timeout=STARTUP_TIMEOUT_S) as shared:
+                stays = f"it stays up {_minutes(idle_minutes)} after the run, for the next one"
+                if shared.how == "started":
+                    say(f"starting a local Prefect server ({stays}) ...")
+                    _then(meanwhile)
+                else:
+                    say(f"using the local Prefect server at {shared.url} (pid {shared.pid}, up "
+                        f"{_minutes((time.time() - shared.started) / 60)})")
+                    checked = time.monotonic() - began
+                    _then(meanwhile)
+                    began = time.monotonic() - checked  # what the import took is not the server's
+                shared.wait(STARTUP_TIMEOUT_S)
+                _current = Startup(shared.how, shared.url, round(time.monotonic() - began, 2), command_started)
+                if shared.how == "started":
+                    say(f"the Prefect server answered after {_current.seconds:.1f} s, at {shared.url} "
+                        f"(pid {shared.pid})")
+                with _pointing_at(shared.url):
+                    yield _current
+        else:
+            say("starting a temporary Prefect server for this run ...")
+            server, _ = spawn()
+            try:
+                _then(meanwhile)
+                server = wait_for(server)
+                _current = Startup("temporary", server.url, round(time.monotonic() - began, 2), command_started)
+                say(f"the Prefect server answered after {_current.seconds:.1f} s")
+                with _pointing_at(server.url):
+                    yield _current
+            finally:
+                server.stop()
+    finally:
+        _current = None
+
+
+def _then(meanwhile: Callable[[], object] | None) -> None:
+    if meanwhile is not None:
+        meanwhile()
+
+
+def _minutes(minutes: float) -> str:
+    return f"{minutes * 60:.0f} s" if minutes < 1 else f"{minutes:.0f} min"
+
+
+@contextlib.contextmanager
+def _pointing_at(url: str) -> Iterator[None]:
+    """``PREFECT_API_URL`` for the block: in the environment (child processes, Dask's local workers, a
+    Prefect imported later) and in Prefect's settings when it is imported already."""
+    previous = os.environ.get("PREFECT_API_URL")
+    os.environ["PREFECT_API_URL"] = url
+    try:
+        if "prefect.settings" in sys.modules:
+            from prefect.settings import PREFECT_API_URL, temporary_settings
+
+            with temporary_settings({PREFECT_API_URL: url}):
+                yield
+        else:
+            yield
     finally:
         if previous is None:
             os.environ.pop("PREFECT_API_URL", None)
         else:
             os.environ["PREFECT_API_URL"] = previous
-        server.stop()
 
 
 def _free_port() -> int:

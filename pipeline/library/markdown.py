@@ -52,7 +52,7 @@ from pipeline.library.model import MAX_DESCRIPTION, OWNED_METADATA, Evidence, It
 
 GENERATOR = "skillmill"
 _FRONTMATTER = re.compile(r"\A---[ \t]*\r?\n(.*?)\r?\n---[ \t]*(?:\r?\n|\Z)", re.S)
-_EVIDENCE = re.compile(r"\s*<!-- from ((?:[\w-]+:[\d,]*\s*)+)-->\s*$")
+_EVIDENCE = re.compile(r"\s*<!-- from ((?:[\w./-]+:[\d,]*\s*)+)-->\s*$")
 _SECTIONS = {"procedure": "Procedure", "pitfalls": "Pitfalls", "verification": "Verification",
              "notes": "Notes", "sources": "Sources"}
 #: A repository manual names its sections for what they hold; both names read back.
@@ -61,7 +61,7 @@ _HEADING_FIELD = {**{v: k for k, v in _SECTIONS.items()},
                   **{v: k for names in _KIND_SECTIONS.values() for k, v in names.items()}}
 _COMMENT = re.compile(r"\s*<!-- from [^>]*-->")
 #: A provenance comment anywhere in a line (free Markdown carries them at the end of its items).
-PROVENANCE = re.compile(r"[ \t]*<!-- from ((?:[\w-]+:[\d,]*\s*)+)-->")
+PROVENANCE = re.compile(r"[ \t]*<!-- from ((?:[\w./-]+:[\d,]*\s*)+)-->")
 _YAML_UNSAFE = re.compile("[\x7f-\x9f\u2028\u2029\ufffe\uffff\ud800-\udfff]")
 _PLAIN_KEY = re.compile(r"[A-Za-z][A-Za-z0-9_.-]*")
 #: libyaml's safe loader when PyYAML was built with it: ~10x faster, same safe subset.

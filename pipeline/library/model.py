@@ -7,6 +7,7 @@ step, pitfall and verification item carries ``evidence``: the trajectory steps i
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Annotated, Any, Literal
 
@@ -37,6 +38,9 @@ Line = Annotated[str, _text(clean.one_line)]
 Command = Annotated[str | None, _text(lambda v: clean.multi_line(v) if v.strip() else None)]
 #: A trajectory id, written bare in provenance comments and the Sources list.
 Ref = Annotated[str, _text(lambda v: clean.token(v, "unknown"))]
+#: What an item cites: a trajectory id, or a file of the repository a scan read (``Makefile``,
+#: ``.github/workflows/ci.yml``), with step or line numbers after it.
+Cite = Annotated[str, _text(lambda v: re.sub(r"(?:[^\w./-]|-)+", "-", v) or "unknown")]
 #: A word (an outcome in the Sources list).
 Word = Annotated[str, _text(lambda v: clean.token(v, "unknown").replace("-", "_"))]
 #: Free Markdown; skills skillmill writes get more (``Skill._clean``).
@@ -52,11 +56,12 @@ def _metadata(value: Any) -> Any:
 
 
 class Evidence(BaseModel):
-    """Steps of one trajectory an item was distilled from."""
+    """Steps of one trajectory an item was distilled from, or lines of a file a scan read it from
+    (``trajectory`` is then the file's path in the checkout: see :func:`is_file_ref`)."""
 
     model_config = ConfigDict(extra="forbid")
 
-    trajectory: Ref
+    trajectory: Cite
     steps: list[Annotated[int, Field(ge=0)]] = Field(default_factory=list)
 
 
@@ -131,4 +136,15 @@ class Skill(BaseModel):
         return self
 
     def trajectory_ids(self) -> list[str]:
+        """The source sessions (a scan's file citations are not sessions)."""
         return [s.trajectory for s in self.sources]
+
+
+def is_file_ref(ref: str) -> bool:
+    """Whether an evidence reference names a file of the checkout (``Makefile``, ``tox.ini``) rather
+    than a trajectory (16 hex digits, or a word with no dot or slash in a hand-written skill)."""
+    return "." in ref or "/" in ref or ref in FILE_NAMES
+
+
+#: Files a scan cites whose names have neither a dot nor a slash.
+FILE_NAMES = frozenset({"Makefile", "makefile", "GNUmakefile", "justfile", "Justfile", "Dockerfile", "README"})

@@ -1,6 +1,6 @@
 """Pack recall results into a token budget: the brief an agent reads at task start.
 
-Every listed skill costs its name, description and path; then the full bodies of the best
+Every listed skill costs its name, description, fit (the calibrated score) and path; then the full bodies of the best
 skills are added, in rank order, while they fit. The best skill is always listed when anything
 was relevant, even if its line alone is over the budget. ``truncated`` says that the budget
 left matching skills out of the list.
@@ -49,7 +49,8 @@ def _header(query: str) -> str:
 
 
 def _entry(hit: Hit) -> str:
-    return f"- **{hit.name}** ({hit.status}) — {hit.description}\n  `{hit.path}/SKILL.md`\n"
+    """One listed skill; its fit is recall's calibrated score (how sure it is that the skill fits)."""
+    return f"- **{hit.name}** ({hit.status}) — {hit.description} (fit {hit.score:.2f})\n  `{hit.path}/SKILL.md`\n"
 
 
 def _body_section(hit: Hit, body: str) -> str:

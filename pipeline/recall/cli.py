@@ -15,6 +15,10 @@ import sys
 from pipeline.errors import UsageError
 from pipeline.fastargs import NumberRange, Parser
 
+TYPE_CHECKING = False  # as typing.TYPE_CHECKING, without importing typing at every prompt
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
 DESCRIPTION = """Print the approved skills that best fit TASK.
 
 TASK is what you are about to do, in your own words. Nothing is printed as a result when no
@@ -30,6 +34,8 @@ def parser() -> Parser:
                    help="At most this many skills.")
     p.add_argument("--budget", type=NumberRange(int, 1), default=2000, metavar="N",
                    help="Token budget of the brief: listed skills first, then the best bodies that fit.")
+    p.add_argument("--min-score", type=NumberRange(float, 0, 1), default=None, metavar="S",
+                   help="Leave out skills whose fit score (0-1) is below S.  [default: $SKILLMILL_MIN_SCORE or 0.15]")
     p.add_argument("--include-candidates", action="store_true", help="Also return skills not yet approved.")
     p.add_argument("--queries", dest="queries_file", metavar="FILE",
                    help='JSON lines {"id", "query"}: print one line {"id", "results"} per query (needs --json).')
@@ -40,19 +46,26 @@ def parser() -> Parser:
     return p
 
 
-def main(argv: list[str]) -> None:
-    """Parse ``argv`` and answer; errors are raised as ``SkillmillError`` for the caller to print."""
+def main(argv: list[str], repair: Callable[[], None] | None = None) -> None:
+    """Parse ``argv`` and answer; errors are raised as ``SkillmillError`` for the caller to print.
+
+    ``repair`` runs before the answer: the callers (``pipeline.entry``, ``pipeline.cli.recall``) hand
+    ``pipeline.agents.repair.repair_or_warn``, which finishes a review decision killed before its
+    publish -- the index and agents' exported folders, a floor above recall.
+    """
     args = parser().parse_args(argv)
     run(args.task, as_json=args.as_json, limit=args.limit, budget=args.budget,
-        include_candidates=args.include_candidates, queries_file=args.queries_file,
-        filters={"repo": args.repo, "language": args.language, "agent": args.agent})
+        include_candidates=args.include_candidates, queries_file=args.queries_file, min_score=args.min_score,
+        filters={"repo": args.repo, "language": args.language, "agent": args.agent}, repair=repair)
 
 
 def run(task: str | None, *, as_json: bool, limit: int, budget: int, include_candidates: bool,
-        queries_file: str | None, filters: dict[str, str | None]) -> None:
-    from pipeline.recall import RecallIndex, pack, repair
+        queries_file: str | None, filters: dict[str, str | None], min_score: float | None = None,
+        repair: Callable[[], None] | None = None) -> None:
+    from pipeline.recall import RecallIndex, pack
 
-    repair.repair_or_warn()  # a decision killed before its republish: one stat when there is none
+    if repair is not None:
+        repair()  # a decision killed before its republish: one stat when there is none
     if queries_file is not None:
         if task is not None:
             raise UsageError("give either TASK or --queries, not both")
@@ -62,16 +75,29 @@ def run(task: str | None, *, as_json: bool, limit: int, budget: int, include_can
         try:
             with RecallIndex() as index:
                 _batch(index, lines, limit=limit, budget=budget, include_candidates=include_candidates,
-                       filters=filters)
+                       filters=filters, min_score=min_score)
         finally:
             if lines is not sys.stdin:
                 lines.close()
         return
     if not task or not task.strip():
         raise UsageError("no task given", hint='skillmill recall "what you are about to do"')
-    with RecallIndex() as index:
-        hits = index.search(task, limit=limit, include_candidates=include_candidates, **filters)
-        packed = pack(task, hits, budget)
+    from pipeline.recall import daemon
+    from pipeline.recall.search import clip_task, threshold
+
+    # A warm process (the MCP server, recall-server) has the embedding model loaded: ask it first,
+    # with this process's threshold (its own environment may differ).
+    min_score = threshold() if min_score is None else min_score
+    hits = daemon.hits({"query": clip_task(task), "limit": limit, "include_candidates": include_candidates,
+                        "min_score": min_score, **filters})
+    if hits is None:  # none answers: rank here, loading the index's embedder if it has one
+        with RecallIndex() as index:
+            hits = index.search(task, limit=limit, include_candidates=include_candidates, min_score=min_score,
+                                **filters)
+    packed = pack(task, hits, budget)
+    from pipeline.recall import usage
+
+    usage.record([(h.name, h.path) for h in packed.hits if h.status == "approved"], "cli")
     if as_json:
         _emit(packed.contract())
     else:
@@ -91,7 +117,7 @@ def _open(name: str) -> object:
 
 
 def _batch(index: object, lines: object, *, limit: int, budget: int, include_candidates: bool,
-           filters: dict[str, str | None]) -> None:
+           filters: dict[str, str | None], min_score: float | None = None) -> None:
     import json
 
     from pipeline.recall import pack
@@ -104,7 +130,8 @@ def _batch(index: object, lines: object, *, limit: int, budget: int, include_can
             qid, query = data["id"], str(data["query"])
         except (ValueError, KeyError, TypeError) as exc:
             raise UsageError(f"--queries line {number}: expected {{\"id\", \"query\"}} ({exc})") from exc
-        hits = index.search(query, limit=limit, include_candidates=include_candidates, **filters)  # type: ignore[attr-defined]
+        hits = index.search(query, limit=limit, include_candidates=include_candidates,  # type: ignore[attr-defined]
+                            min_score=min_score, **filters)
         _emit({"id": qid, "results": [h.contract() for h in pack(query, hits, budget).hits]})
         sys.stdout.flush()
 

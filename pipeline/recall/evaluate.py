@@ -3,8 +3,10 @@
 Queries are JSON lines ``{"id", "query", "relevant": ["<dir>/<skill>", ...]}``; a skill is named
 by its folder path relative to the indexed folder. Answerable queries (non-empty ``relevant``)
 give hit@1, hit@3, recall@5 and MRR@10; no-match queries (empty ``relevant``) give the share
-answered with nothing. The baseline is bm25s over the same text (name, description, body),
-default tokenization and English stopwords, measured in the same run.
+answered with nothing. With an embedder (the configured one by default), recall is measured
+twice in the same run, with both channels ("fused") and with the lexical channel alone
+("lexical"); without one, once ("skillmill"). The baseline is bm25s over the same text (name,
+description, body), default tokenization and English stopwords, measured in the same run.
 """
 
 from __future__ import annotations
@@ -119,7 +121,10 @@ class Bm25Baseline:
 
 def retrieval(skills: Path, query_files: list[Path], *, embedder: str | None = None,
               baseline: bool = True) -> list[Result]:
-    """Index ``skills`` in a temporary home, run every query file through recall and the baseline."""
+    """Index ``skills`` in a temporary home, run every query file through recall and the baseline.
+
+    ``embedder`` None means the configured one (``semantic.configured``); ``"none"`` means none.
+    """
     from pipeline import settings
     from pipeline.recall import semantic
     from pipeline.recall.index import publish
@@ -134,14 +139,17 @@ def retrieval(skills: Path, query_files: list[Path], *, embedder: str | None = N
     with tempfile.TemporaryDirectory(prefix="skillmill-eval-") as home:
         os.environ[settings.ENV_HOME] = home  # nothing of the user's state is read or written
         try:
-            model = semantic.load(embedder) if embedder else None
+            spec = semantic.configured() if embedder is None else (None if embedder.lower() in semantic.OFF else embedder)
+            model = semantic.load(spec) if spec else None
             report = publish([], add_folders=[root], embedder=model)
             if not report.skills:
                 raise UsageError(f"no SKILL.md below {skills}")
             with RecallIndex() as index:
-                for name, queries in sets:
-                    results.append(_measure("skillmill", name, queries, lambda q: [
-                        key_of(h.path, root) for h in index.search(q, limit=10)]))
+                systems = [("fused", True), ("lexical", False)] if model is not None else [("skillmill", False)]
+                for system, fused in systems:
+                    for name, queries in sets:
+                        results.append(_measure(system, name, queries, lambda q, fused=fused: [
+                            key_of(h.path, root) for h in index.search(q, limit=10, semantic=fused)]))
                 if baseline:
                     rows = index.con.execute("SELECT path, name, description, body FROM skills ORDER BY doc").fetchall()
                     bm25 = Bm25Baseline([(key_of(p, root), f"{n} {d} {b}") for p, n, d, b in rows])

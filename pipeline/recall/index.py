@@ -10,8 +10,9 @@ just before. Publishers (a run's index stage,
 ``skillmill index``) take ``recall.lock`` so two of them never drop each other's changes.
 
 Re-indexing is incremental: a folder skill whose file has the same size and mtime (or, when
-those changed, the same content hash) as in the previous index is taken from it, embedding
-included, without being read again.
+those changed, the same content hash) as in the previous index is taken from it without being
+read again, and a skill whose text was embedded before gets its vector from the cache
+(``semantic.embed_documents``).
 """
 
 from __future__ import annotations
@@ -114,7 +115,7 @@ class Previous:
     """Read-only view of the published index, to carry folders, feedback and unchanged rows over.
 
     Folders and feedback are carried over from an index of any schema version (they must survive
-    an upgrade); rows and vectors only from one of this version.
+    an upgrade); rows only from one of this version.
     """
 
     def __init__(self, path: Path) -> None:
@@ -161,12 +162,6 @@ class Previous:
             return {}
         rows = self._query(f"SELECT {', '.join(_REUSED)} FROM skills WHERE root = ?", [root])
         return {r[0]: dict(zip(_REUSED, r, strict=True)) for r in rows}
-
-    def vectors(self, embedder: str) -> dict[str, list[float]]:
-        meta = self._query("SELECT value FROM meta WHERE key = 'embedder'")
-        if not self.compatible or not meta or meta[0][0] != embedder:
-            return {}
-        return {r[0]: list(r[1]) for r in self._query("SELECT s.id, v.v FROM vectors v JOIN skills s USING (doc)")}
 
 
 # -- scanning indexed folders -------------------------------------------------------------------
@@ -277,12 +272,11 @@ def publish(skills: Iterable[IndexedSkill], target: Path | None = None, *,
                         rows[row["id"]] = row
                         count += 1
                 report.folders[root] = count
-            vectors = previous.vectors(embedder.name) if embedder is not None else {}
         finally:
             previous.close()
         _count_removed(report, old, rows)
         report.skills = len(rows)
-        _write(target, list(rows.values()), roots, list(verdicts.values()), embedder, vectors)
+        _write(target, list(rows.values()), roots, list(verdicts.values()), embedder)
     report.embedder = embedder.name if embedder is not None else None
     report.seconds = round(time.monotonic() - clock, 3)
     return report
@@ -299,7 +293,7 @@ def _count_removed(report: PublishReport, old: dict[str, tuple[str, str]], rows:
 
 
 def _write(target: Path, rows: list[dict[str, Any]], roots: dict[str, str | None], events: list[dict[str, Any]],
-           embedder: Any, vectors: dict[str, list[float]]) -> None:
+           embedder: Any) -> None:
     totals = feedback.priors(events)
     for doc, row in enumerate(rows):
         row["doc"] = doc
@@ -337,7 +331,7 @@ def _write(target: Path, rows: list[dict[str, Any]], roots: dict[str, str | None
             if rows and reuse is None:
                 lexical.build(con)
             if embedder is not None and rows:
-                _embed(con, embedder, rows, vectors, target.parent / "tmp")
+                _embed(con, embedder, rows, target.parent / "tmp")
             # The same publish, from the tables just built: what queries read (see serving.py).
             serving.write(con, snapshot_tmp, meta, lexical_from=reuse)
             con.execute("CHECKPOINT")
@@ -351,15 +345,12 @@ def _write(target: Path, rows: list[dict[str, Any]], roots: dict[str, str | None
                 leftover.unlink()
 
 
-def _embed(con: duckdb.DuckDBPyConnection, embedder: Any, rows: list[dict[str, Any]],
-           reuse: dict[str, list[float]], scratch: Path) -> None:
-    """Vectors for every skill; unchanged ones keep the vector of the previous index."""
-    from pipeline.recall.semantic import document_text
+def _embed(con: duckdb.DuckDBPyConnection, embedder: Any, rows: list[dict[str, Any]], scratch: Path) -> None:
+    """Vectors for every skill; those whose text was embedded before come from the cache (``semantic.embed_documents``)."""
+    from pipeline.recall.semantic import document_text, embed_documents
 
-    todo = [r for r in rows if r["id"] not in reuse]
-    fresh = dict(zip((r["id"] for r in todo), embedder.embed([document_text(r) for r in todo]), strict=True))
+    vectors = embed_documents(embedder, [document_text(r) for r in rows])
     dim = int(embedder.dim)
     con.execute(f"CREATE TABLE vectors (doc INTEGER, v FLOAT[{dim}])")
     bulk_insert(con, "vectors", {"doc": "INTEGER", "v": f"FLOAT[{dim}]"},
-                ({"doc": r["doc"], "v": [float(x) for x in (reuse.get(r["id"]) or fresh[r["id"]])]} for r in rows),
-                scratch=scratch)
+                ({"doc": r["doc"], "v": v} for r, v in zip(rows, vectors, strict=True)), scratch=scratch)

@@ -6,7 +6,7 @@ A decision moves files first (``review deprecate`` moves ``<library>/NAME`` to
 every hook, MCP call and recall. So a decision writes a marker, ``recall.pending`` beside the
 index, before it changes any file; a publish that read the library after the marker was written
 removes it. The next command that serves or decides (``recall``, ``mcp``, ``review``, ``run``,
-``index``) sees the marker with one ``stat`` and republishes (``pipeline.recall.repair``). While the marker
+``index``) sees the marker with one ``stat`` and republishes (``pipeline.agents.repair``). While the marker
 is there, readers also skip a library skill whose folder is gone (``search.RecallIndex``), so
 even the hook, which has no time to republish, never serves a skill that was moved away.
 

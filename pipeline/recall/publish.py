@@ -2,9 +2,9 @@
 
 A run ends with :func:`index` (mirror the skills and the audit log into the state database,
 publish a fresh recall index with its indexed folders and feedback); a review decision, or the
-repair of one killed before its publish (``pending.repair``), takes the same path through
-:func:`republish`. When a run holds the state database, only the recall index is republished;
-the run mirrors everything when it finishes.
+repair of one killed before its publish, takes the same path through :func:`republish`, called
+by ``pipeline.agents.publish`` with the re-export into agents' folders. When a run holds the
+state database, only the recall index is republished; the run mirrors everything when it finishes.
 """
 
 from __future__ import annotations

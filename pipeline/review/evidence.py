@@ -17,7 +17,7 @@ from pipeline.errors import IndexError_
 from pipeline.index.db import connect
 from pipeline.index.state import STATE_DB_LOCK
 from pipeline.library import markdown
-from pipeline.library.model import Evidence, Skill
+from pipeline.library.model import Evidence, Skill, is_file_ref
 
 _STEPS = """
     SELECT trajectory_id, idx, kind, tool, command, paths, diff, exit_code, is_error, text, text_size
@@ -112,7 +112,7 @@ class Excerpts:
 def cited(skill: Skill) -> list[Evidence]:
     """The steps a skill cites: its items' evidence, and the provenance comments in its notes."""
     items = [e for item in [*skill.procedure, *skill.pitfalls, *skill.verification] for e in item.evidence]
-    return items + markdown.provenance(skill.notes)
+    return [e for e in items + markdown.provenance(skill.notes) if not is_file_ref(e.trajectory)]  # a scan's file:line
 
 
 def load(skills: list[Skill], path: Path | None = None) -> Excerpts:

@@ -1,13 +1,14 @@
-"""After a decision, agents must see it: republish the recall index from the library.
+"""After a decision, agents must see it: republish the recall index and agents' exported folders.
 
-The same path a run ends with (``pipeline.recall.publish``); here the browser's decisions
-republish in the background.
+The index takes the same path a run ends with (``pipeline.recall.publish``); with the exports
+remembered by ``skillmill export`` it is ``pipeline.agents.publish`` (the floor below review).
+Here the browser's decisions republish in the background.
 """
 
 from __future__ import annotations
 
+from pipeline.agents.publish import republish as republish  # the index and agents' exported folders
 from pipeline.library import Library
-from pipeline.recall.publish import republish
 
 
 class BackgroundPublisher:

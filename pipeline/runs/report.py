@@ -62,7 +62,10 @@ class RunReport(BaseModel):
     finished_at: datetime | None = None
     exit_code: int | None = None
     status: str = Field(description="ok (exit 0), partial (some inputs failed, exit 1), failed, or unfinished.")
-    duration_s: float | None = None
+    duration_s: float | None = Field(None, description="The flow's own work.")
+    server: str | None = Field(None, description="configured, reused, started or temporary (see RunSummary).")
+    server_s: float | None = Field(None, description="Starting the Prefect server (or checking it answers).")
+    wall_s: float | None = Field(None, description="The command, from its start to the run's record.")
     library: str = ""
     distiller: str = "heuristic"
     model: str | None = None
@@ -80,7 +83,8 @@ class RunReport(BaseModel):
         status = "unfinished" if exit_code is None else {0: "ok", 1: "partial"}.get(exit_code, "failed")
         return cls(
             id=str(run_id), started_at=started, finished_at=finished, exit_code=exit_code, status=status,
-            duration_s=data.get("duration_s"), library=data.get("library") or "",
+            duration_s=data.get("duration_s"), server=data.get("server"), server_s=data.get("server_s"),
+            wall_s=data.get("wall_s"), library=data.get("library") or "",
             distiller=info.get("distiller") or "heuristic", model=info.get("model"),
             trajectories=Trajectories.model_validate(data.get("trajectories") or {}),  # extra keys are ignored
             skills=Skills.model_validate(data.get("skills") or {}),
@@ -88,6 +92,17 @@ class RunReport(BaseModel):
             stopped=info.get("stopped"),
             errors=[Problem.model_validate(e) for e in data.get("errors") or []],
         )
+
+    def took(self) -> str:
+        """``22.1 s (+ 9.8 s starting the Prefect server; 33.5 s in all)``: the work, the server apart."""
+        if self.duration_s is None:
+            return "?"
+        notes = []
+        if self.server in ("started", "temporary") and self.server_s is not None:
+            notes.append(f"+ {self.server_s:.1f} s starting the Prefect server")
+        if self.wall_s is not None:
+            notes.append(f"{self.wall_s:.1f} s in all")
+        return f"{self.duration_s:.1f} s" + (f" ({'; '.join(notes)})" if notes else "")
 
     # -- markdown -----------------------------------------------------------------------------
     def headline(self) -> str:
@@ -99,7 +114,7 @@ class RunReport(BaseModel):
         """The report as the Prefect UI shows it (an artifact renders GitHub-flavoured markdown)."""
         t, s, m = self.trajectories, self.skills, self.llm
         when = self.started_at.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC") if self.started_at else "?"
-        duration = f"{self.duration_s:.1f} s" if self.duration_s is not None else "?"
+        duration = self.took()
         exit_code = "?" if self.exit_code is None else self.exit_code
         model = f"model `{self.model}`" if self.model else "zero-LLM distiller"
         lines = [

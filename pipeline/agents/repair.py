@@ -1,7 +1,12 @@
 """Repair a review decision whose publish never happened (``pipeline.recall.pending`` keeps its marker).
 
-Standard library only at import, like ``pending``: ``recall`` and ``mcp`` ask at every call,
-and only a marker left behind makes it import the publisher (DuckDB, the library).
+The repair republishes all that the decision would have: the recall index and agents' exported
+folders (``pipeline.agents.publish``), so it lives on the agents' floor, above recall. ``recall``
+(handed :func:`repair_or_warn` by the executable, ``pipeline.entry``, and by the command group),
+``mcp`` and ``review`` ask at every call.
+
+Standard library only at import, like ``pending``: only a marker left behind makes it import the
+publisher (DuckDB, the library).
 """
 
 from __future__ import annotations
@@ -27,8 +32,8 @@ def repair() -> bool:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(marker())  # nothing to follow: a library removed, or a marker we cannot read
         return False
+    from pipeline.agents.publish import republish
     from pipeline.library import Library
-    from pipeline.recall.publish import republish
 
     library = Library(root)
     with library.try_lock() as held:
