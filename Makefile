@@ -23,8 +23,10 @@ run: $(BIN)/skillmill
 	@echo "--- skills/_candidates/working-in-sympy/SKILL.md ---"
 	@cat skills/_candidates/working-in-sympy/SKILL.md
 
-## test: the whole suite; fails when a test fails or when no test ran
+## test: the import contracts (pyproject.toml [tool.importlinter]), then the whole suite;
+## fails when a contract is broken, when a test fails or when no test ran
 test: $(BIN)/skillmill
+	$(BIN)/lint-imports --no-cache
 	@$(BIN)/python -m pytest $(PYTEST_ARGS); rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "make test: pytest collected no tests" >&2; exit 1; fi; exit $$rc
 

@@ -24,6 +24,7 @@ from prefect.context import get_run_context
 
 from pipeline import config, progress, settings, stages
 from pipeline.distill import Distilled
+from pipeline.distill.llm import tables as llm_tables  # noqa: F401  (a run's database holds every stage's tables)
 from pipeline.execution import recovery, runners, server
 from pipeline.execution.lock import describe, run_lock
 from pipeline.execution.runners import Failed, Parcel
@@ -34,6 +35,7 @@ from pipeline.ingest.watermark import Mode, Reading, Watermark
 from pipeline.library import Library
 from pipeline.llm.client import LLMSettings
 from pipeline.runs import publish as publish_report
+from pipeline.runs import tables as runs_tables
 from pipeline.summary import Deferred, RunError, RunSummary
 from pipeline.trajectory import Trajectory
 
@@ -123,7 +125,7 @@ def nightly(paths: list[str], library: str | None = None, defer_minutes: float |
         summary.duration_s = round(time.monotonic() - clock, 2)
         if (startup := server.current()) is not None:  # run by `skillmill run`: what came before the flow
             summary.server, summary.server_s, summary.wall_s = startup.how, startup.seconds, startup.wall()
-        state.record_run(summary.run_id, started, summary.exit_code, summary.contract())
+        runs_tables.record_run(state, summary.run_id, started, summary.exit_code, summary.contract())
         publish_report(state, summary.run_id)  # the report: a Prefect artifact, and the snapshot `skillmill runs` reads
 
     logger.info("%d trajectories (%d new), %d skills proposed, %d updated", summary.trajectories.seen,

@@ -46,6 +46,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from pipeline import settings
+from pipeline.cron import check_cron, check_timezone
 from pipeline.errors import UsageError
 
 CONFIG_FILE = "skillmill.toml"
@@ -107,15 +108,11 @@ class ScheduleConfig(_Section):
     @classmethod
     def _cron(cls, cron: str) -> str:
         """A schedule that never fires is worse than an error: check it when the config loads."""
-        from pipeline.schedule import check_cron
-
         return check_cron(cron)
 
     @field_validator("timezone")
     @classmethod
     def _zone(cls, zone: str | None) -> str | None:
-        from pipeline.schedule import check_timezone
-
         return check_timezone(zone) if zone else None
 
 

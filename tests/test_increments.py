@@ -14,6 +14,7 @@ from click.testing import CliRunner
 from pipeline.cli import main
 from pipeline.index.state import StateDB
 from pipeline.ingest import ingest_file
+from pipeline.ingest import tables as ingest_tables
 from pipeline.library import Library
 
 pytestmark = pytest.mark.usefixtures("prefect_server")
@@ -73,7 +74,7 @@ def test_a_grown_session_is_read_from_where_it_stopped_and_supersedes_its_old_ve
         assert set(before.values()) | set(after.values()) <= distilled, "the old versions' history is kept"
         steps = dict(state.con.execute("SELECT id, steps FROM trajectories").fetchall())
         assert all(steps[new] > steps[old] for old, new in lineage.items())
-        (mark,) = state.watermarks([str(live)]).values()
+        (mark,) = ingest_tables.watermarks(state, [str(live)]).values()
         assert mark.offset == live.stat().st_size and sorted(mark.trajectories) == sorted(after.values())
     current = set(after.values())
     for entry in Library(library).entries():

@@ -12,6 +12,7 @@ from pipeline.distill import consolidate
 from pipeline.execution import recovery
 from pipeline.index.state import StateDB
 from pipeline.ingest import ingest_file
+from pipeline.ingest import tables as ingest_tables
 from pipeline.library import Library
 from pipeline.library.store import atomic_write
 from pipeline.recall.index import IndexedSkill, publish
@@ -50,7 +51,7 @@ def test_the_temporary_names_of_every_writer_are_recognised_and_only_they_are_re
     drafts = [d for t in trajectories if t.repo and (d := consolidate(t.repo, distill_one(t).facts)) is not None]
     assert [d.name for d in drafts] == ["working-in-django"]
     with StateDB() as state:
-        state.save_trajectories(trajectories)                        # bulk_insert: NDJSON staging files
+        ingest_tables.save_trajectories(state, trajectories)                        # bulk_insert: NDJSON staging files
         for draft in drafts:
             library.save(draft)                                      # a staging folder, then SKILL.md and history
             atomic_write(library.folder(draft.name, "candidate") / "SKILL.md",

@@ -15,6 +15,7 @@ from click.testing import CliRunner, Result
 
 from pipeline.cli import main
 from pipeline.distill import consolidate
+from pipeline.distill import tables as distill_tables
 from pipeline.index.db import connect
 from pipeline.index.state import StateDB
 from pipeline.library import Library, markdown
@@ -270,7 +271,7 @@ def test_a_proposed_change_is_reviewed_as_a_diff_and_applied_only_on_approval(tm
     approved_text = approved_file.read_text()
     build([django_inputs(tmp_path, *DJANGO)], tmp_path / "lib")
     with StateDB() as state:
-        update = consolidate("django/django", state.facts("django/django"))
+        update = consolidate("django/django", distill_tables.facts(state, "django/django"))
     library.propose(update)  # what issue 5's distiller does for an approved skill
 
     (item,) = json.loads(cli("review", "list", "--json", "--library", lib).output)[:1]

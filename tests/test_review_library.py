@@ -9,6 +9,7 @@ import pytest
 
 from pipeline import stages
 from pipeline.distill import consolidate
+from pipeline.distill import tables as distill_tables
 from pipeline.index.state import StateDB
 from pipeline.library import Library, markdown
 from pipeline.library.audit import sha256_file
@@ -67,7 +68,7 @@ def test_a_rejected_draft_is_not_written_again_for_the_same_evidence(tmp_path: P
     library.save(stored.skill.model_copy(update={"status": "rejected",
                                                  "extra_metadata": {"reviewed": "rejected by bob: no"}}))
     with StateDB() as state:
-        draft = consolidate("django/django", state.facts("django/django"))
+        draft = consolidate("django/django", distill_tables.facts(state, "django/django"))
     assert draft is not None and draft.status == "candidate"
     assert stages.save_skill(library, draft) == ("working-in-django", "held")
     renamed = draft.model_copy(update={"name": "django-commands"})  # same evidence, another name
@@ -89,7 +90,7 @@ def test_proposed_changes_wait_keep_history_and_remember_rejection(tmp_path: Pat
     build([django_inputs(tmp_path, *DJANGO)], tmp_path / "lib")  # a later run: the approved file is untouched
     assert sha256_file(approved_file) == before
     with StateDB() as state:
-        update = consolidate("django/django", state.facts("django/django"))
+        update = consolidate("django/django", distill_tables.facts(state, "django/django"))
     path = library.propose(update)
     assert path == library.root / "_proposed" / "working-in-django"
     proposal = library.proposal("working-in-django").skill
@@ -145,7 +146,7 @@ def test_a_model_merge_into_an_approved_skill_whose_change_was_rejected_is_held(
     library.save(approved)
     build([django_inputs(tmp_path, *DJANGO)], tmp_path / "lib")
     with StateDB() as state:
-        update = consolidate("django/django", state.facts("django/django"))
+        update = consolidate("django/django", distill_tables.facts(state, "django/django"))
     library.propose(update)
     library.reject_proposal(library.proposal("working-in-django"), library.proposal("working-in-django").skill)
 

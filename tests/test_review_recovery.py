@@ -114,6 +114,7 @@ def test_mcp_get_skill_and_recall_skills_do_not_serve_it(killed: Path) -> None:
 
 def test_a_decision_in_progress_is_left_to_publish_itself(tmp_path: Path) -> None:
     """The repair does not wait for, nor publish under, a decision that holds the library right now."""
+    from pipeline.agents import repair
     from pipeline.recall import pending
 
     library = Library(tmp_path / "skills")
@@ -124,7 +125,7 @@ def test_a_decision_in_progress_is_left_to_publish_itself(tmp_path: Path) -> Non
                                "sys.stdout.flush(); time.sleep(60)"], stdout=subprocess.PIPE, text=True, env=env())
     try:
         assert holder.stdout.readline().strip() == "held"  # type: ignore[union-attr]
-        assert pending.repair() is False and pending.read() is not None
+        assert repair.repair() is False and pending.read() is not None
     finally:
         holder.kill()
         holder.wait()

@@ -19,6 +19,7 @@ from click.testing import CliRunner
 
 from pipeline.cli import main
 from pipeline.distill import consolidate
+from pipeline.distill import tables as distill_tables
 from pipeline.index.state import StateDB
 from pipeline.library import Library
 from pipeline.library.audit import sha256_file
@@ -249,7 +250,7 @@ def test_a_proposed_change_shows_its_diff_and_applies_on_approval(tmp_path: Path
     lib.save(lib.get("working-in-django").skill.model_copy(update={"status": "approved"}))
     build([django_inputs(tmp_path, *DJANGO)], tmp_path / "lib")
     with StateDB() as state:
-        lib.propose(consolidate("django/django", state.facts("django/django")))
+        lib.propose(consolidate("django/django", distill_tables.facts(state, "django/django")))
     approved = lib.get("working-in-django").file
     before = sha256_file(approved)
 

@@ -344,10 +344,12 @@ def test_removed_npm_script_and_deleted_file_make_a_skill_stale_at_the_next_hook
     assert "build-theme-assets" not in marks.load(lib.root)
 
 
-def test_a_run_scans_the_checkouts_of_its_sessions_and_marks_what_sessions_contradict(tmp_path: Path) -> None:
+def test_a_run_scans_the_checkouts_of_its_sessions_and_marks_what_sessions_contradict(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from types import SimpleNamespace
 
     from pipeline import stages
+    from pipeline.distill import tables as distill_tables
     from pipeline.index.state import StateDB
     from pipeline.summary import RunSummary
 
@@ -364,8 +366,8 @@ def test_a_run_scans_the_checkouts_of_its_sessions_and_marks_what_sessions_contr
     summary = RunSummary(run_id="r", library=str(lib.root))
     with StateDB() as state:
         state.con.execute("SELECT 1")
-        original = state.facts
-        state.facts = lambda repo: [fact] if repo else original(repo)  # type: ignore[method-assign]
+        original = distill_tables.facts
+        monkeypatch.setattr(distill_tables, "facts", lambda db, repo: [fact] if repo else original(db, repo))
         stages.scan_checkouts(state, lib, [SimpleNamespace(cwd=str(checkout), repo="acme/widgets")], summary)
     found = marks.load(lib.root)
     lint = " ".join(r["text"] for r in found["widgets-lint"]["reasons"])

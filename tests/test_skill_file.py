@@ -24,7 +24,7 @@ def sample_skills() -> list[Skill]:
 
     The zero-LLM distiller gives facts per session; a run files them by repository (``owner/x`` and
     a checkout folder ``x`` are one repository, labelled with the longer name, as
-    ``stages.consolidate_repos`` does) and writes one ``working-in-<repo>`` manual each, plus a
+    ``distill.write.consolidate_repos`` does) and writes one ``working-in-<repo>`` manual each, plus a
     lesson only where one recurs across tasks. Today: the django, flask, matplotlib, sympy and
     aider (monochromatic...) manuals.
     """

@@ -19,6 +19,7 @@ import pytest
 from click.testing import CliRunner
 
 from pipeline.cli import main
+from pipeline.runs import tables as runs_tables
 from pipeline.terminal import visible
 from tests.conftest import SAMPLES
 from tests.review_support import build
@@ -117,7 +118,7 @@ def test_ingest_and_runs_show_a_crafted_file_name_as_text(tmp_path: Path) -> Non
     summary.add_file(ingest_file(cut)[0])
     assert summary.errors, "the cut line is reported"
     with StateDB() as state:
-        state.record_run("r1", datetime.now(UTC), summary.exit_code, summary.contract())
+        runs_tables.record_run(state, "r1", datetime.now(UTC), summary.exit_code, summary.contract())
     output = shown("runs")
     assert_inert(output)
     assert r"session\x1b[6A\x1b[J.jsonl" in output

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from pipeline.index.state import StateDB
 from pipeline.ingest import ingest_file
+from pipeline.ingest import tables as ingest_tables
 from pipeline.ingest.watermark import Decision, Mode, Watermark, check, read, reader_key
 from pipeline.trajectory import StepKind
 
@@ -150,14 +151,14 @@ def test_watermarks_and_lineage_round_trip_through_the_state_db(corpus: Path, tm
     shutil.copy2(corpus / CC / "session-9eda1058.jsonl", live)
     reading = read(live, None, reader=KEY)
     with StateDB() as state:
-        state.save_watermarks([reading.watermark])
-        state.save_watermarks([reading.watermark])  # saving again replaces, never duplicates
-        [(path, stored)] = state.watermarks([str(live), "/nowhere"]).items()
+        ingest_tables.save_watermarks(state, [reading.watermark])
+        ingest_tables.save_watermarks(state, [reading.watermark])  # saving again replaces, never duplicates
+        [(path, stored)] = ingest_tables.watermarks(state, [str(live), "/nowhere"]).items()
         assert stored == reading.watermark.model_copy(update={"state": None, "read_at": stored.read_at})
-        assert state.parser_state(path) == reading.watermark.state
-        assert state.supersede([("a1", "a2"), ("a2", "a3"), ("b1", "b1")], path, "file appended") == 2
-        assert state.ancestors(["a3", "a2", "b1"]) == {"a3": {"a1", "a2"}, "a2": {"a1"}, "b1": set()}
-        assert state.superseded(["a1", "a2", "a3"]) == {"a1", "a2"}
+        assert ingest_tables.parser_state(state, path) == reading.watermark.state
+        assert ingest_tables.supersede(state, [("a1", "a2"), ("a2", "a3"), ("b1", "b1")], path, "file appended") == 2
+        assert ingest_tables.ancestors(state, ["a3", "a2", "b1"]) == {"a3": {"a1", "a2"}, "a2": {"a1"}, "b1": set()}
+        assert ingest_tables.superseded(state, ["a1", "a2", "a3"]) == {"a1", "a2"}
 
 
 def test_watermark_model_keeps_the_consumed_prefix_digest(corpus: Path, tmp_path: Path) -> None:

@@ -3,7 +3,7 @@
 Started by the agent at every prompt, through the executable's fast path (``pipeline.entry``):
 flags are parsed with ``argparse`` (help and usage errors are click's: ``pipeline.fastargs``), and
 nothing here imports click or the command group. The group registers this same parser
-(``pipeline.entry.click_command``).
+(``pipeline.cli.fast.click_command``).
 """
 
 from __future__ import annotations

@@ -37,9 +37,10 @@ class _Index:
         self._stamp: tuple[int, int] | None = None
 
     def get(self) -> Any:
-        from pipeline.recall import RecallIndex, pending
+        from pipeline.agents import repair
+        from pipeline.recall import RecallIndex
 
-        pending.repair_or_warn()  # a review decision killed before it republished: one stat when there is none
+        repair.repair_or_warn()  # a review decision killed before it republished: one stat when there is none
         path = settings.recall_index_path()
         st = path.stat()  # a missing index raises below with a hint
         stamp = (st.st_ino, st.st_mtime_ns)

@@ -6,7 +6,7 @@ import click
 
 from pipeline.agents import cli as hook_cli
 from pipeline.cli._output import emit_json
-from pipeline.entry import click_command
+from pipeline.cli.fast import click_command
 
 AGENTS = ("claude-code", "codex", "gemini")
 

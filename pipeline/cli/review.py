@@ -101,9 +101,9 @@ def command(ctx: click.Context, web: bool, port: int, who: str | None, library: 
     skillmill review log                        the audit log: who decided what, when and why
     skillmill review --web                      the same in a browser (127.0.0.1, token required)
     """
-    from pipeline.recall import pending
+    from pipeline.agents import repair
 
-    pending.repair_or_warn()  # a decision killed before its republish left the index behind: publish it now
+    repair.repair_or_warn()  # a decision killed before its republish left the index behind: publish it now
     if ctx.invoked_subcommand is not None:
         if web:
             raise UsageError("--web serves the page; it does not combine with a subcommand",

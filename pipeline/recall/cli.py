@@ -5,7 +5,7 @@ The executable's fast path (``pipeline.entry``) calls :func:`main` without build
 command group; the flags are parsed with ``argparse`` (importing click alone costs ~20 ms,
 as much as starting Python), and nothing here imports duckdb, click or orjson. Help and usage
 errors are click's (``pipeline.fastargs``). The command group registers this same parser
-(``pipeline.entry.click_command``), so both paths take the same flags and print the same help.
+(``pipeline.cli.fast.click_command``), so both paths take the same flags and print the same help.
 """
 
 from __future__ import annotations
@@ -14,6 +14,10 @@ import sys
 
 from pipeline.errors import UsageError
 from pipeline.fastargs import NumberRange, Parser
+
+TYPE_CHECKING = False  # as typing.TYPE_CHECKING, without importing typing at every prompt
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
 DESCRIPTION = """Print the approved skills that best fit TASK.
 
@@ -42,19 +46,26 @@ def parser() -> Parser:
     return p
 
 
-def main(argv: list[str]) -> None:
-    """Parse ``argv`` and answer; errors are raised as ``SkillmillError`` for the caller to print."""
+def main(argv: list[str], repair: Callable[[], None] | None = None) -> None:
+    """Parse ``argv`` and answer; errors are raised as ``SkillmillError`` for the caller to print.
+
+    ``repair`` runs before the answer: the callers (``pipeline.entry``, ``pipeline.cli.recall``) hand
+    ``pipeline.agents.repair.repair_or_warn``, which finishes a review decision killed before its
+    publish -- the index and agents' exported folders, a floor above recall.
+    """
     args = parser().parse_args(argv)
     run(args.task, as_json=args.as_json, limit=args.limit, budget=args.budget,
         include_candidates=args.include_candidates, queries_file=args.queries_file, min_score=args.min_score,
-        filters={"repo": args.repo, "language": args.language, "agent": args.agent})
+        filters={"repo": args.repo, "language": args.language, "agent": args.agent}, repair=repair)
 
 
 def run(task: str | None, *, as_json: bool, limit: int, budget: int, include_candidates: bool,
-        queries_file: str | None, filters: dict[str, str | None], min_score: float | None = None) -> None:
-    from pipeline.recall import RecallIndex, pack, pending
+        queries_file: str | None, filters: dict[str, str | None], min_score: float | None = None,
+        repair: Callable[[], None] | None = None) -> None:
+    from pipeline.recall import RecallIndex, pack
 
-    pending.repair_or_warn()  # a decision killed before its republish: one stat when there is none
+    if repair is not None:
+        repair()  # a decision killed before its republish: one stat when there is none
     if queries_file is not None:
         if task is not None:
             raise UsageError("give either TASK or --queries, not both")

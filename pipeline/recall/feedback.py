@@ -27,6 +27,7 @@ from typing import Any
 
 from pipeline import atomic, private, settings
 from pipeline.errors import UsageError
+from pipeline.index import migrations
 
 VERDICTS = ("helpful", "not_helpful", "wrong", "stale")
 #: How much one fresh verdict moves a skill's prior.
@@ -220,7 +221,7 @@ def prior_for(totals: dict[str, float], path: str, name: str) -> float:
     return min(high, max(low, 1.0 + totals.get(f"path:{path}", 0.0) + totals.get(f"name:{name}", 0.0)))
 
 
-# -- state database tables (migrations 05x_, applied by pipeline.index.state) ------------------
+# -- state database tables (migrations 05x_, registered with pipeline.index.migrations) --------
 def _m050_recall_folders(con: Any) -> None:
     con.execute("""
         CREATE TABLE recall_folders (
@@ -235,3 +236,4 @@ def _m051_skill_feedback(con: Any) -> None:
 
 
 MIGRATIONS = [("050_recall_folders", _m050_recall_folders), ("051_skill_feedback", _m051_skill_feedback)]
+migrations.register(*MIGRATIONS)

@@ -6,7 +6,7 @@ A decision moves files first (``review deprecate`` moves ``<library>/NAME`` to
 every hook, MCP call and recall. So a decision writes a marker, ``recall.pending`` beside the
 index, before it changes any file; a publish that read the library after the marker was written
 removes it. The next command that serves or decides (``recall``, ``mcp``, ``review``, ``run``,
-``index``) sees the marker with one ``stat`` and republishes (:func:`repair`). While the marker
+``index``) sees the marker with one ``stat`` and republishes (``pipeline.agents.repair``). While the marker
 is there, readers also skip a library skill whose folder is gone (``search.RecallIndex``), so
 even the hook, which has no time to republish, never serves a skill that was moved away.
 
@@ -92,41 +92,3 @@ def publishing(library: Any) -> Iterator[None]:
     if token is not None and _token() == token:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(marker())
-
-
-def repair() -> bool:
-    """Republish when a decision's publish never happened; True when it did. Cheap when there is nothing to do.
-
-    Skipped while the library is locked (a decision is being taken right now: it publishes
-    itself) or when the marker names no library that exists.
-    """
-    found = read()
-    if found is None:
-        return False
-    root = Path(found["library"]) if found.get("library") else None
-    if root is None or not root.is_dir():
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(marker())  # nothing to follow: a library removed, or a marker we cannot read
-        return False
-    from pipeline.library import Library
-    from pipeline.review.publish import republish
-
-    library = Library(root)
-    with library.try_lock() as held:
-        if not held or read() is None:
-            return False
-        republish(library)
-    return True
-
-
-def repair_or_warn() -> None:
-    """:func:`repair`, saying on stderr what it did or why it could not; it never stops the command."""
-    import sys
-
-    try:
-        if repair():
-            sys.stderr.write("skillmill: republished the recall index: a review decision had not reached it "
-                             "(the command that took it was interrupted)\n")
-    except Exception as exc:  # the command itself (a recall, a review) must still run
-        sys.stderr.write(f"skillmill: the recall index may be behind the library ({type(exc).__name__}: {exc}); "
-                         "`skillmill index` republishes it\n")

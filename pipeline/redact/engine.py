@@ -24,6 +24,7 @@ from pipeline.errors import UsageError
 
 if TYPE_CHECKING:
     from pipeline.redact.rules import Candidate, View
+from pipeline.redact import sanitized
 from pipeline.redact.sanitized import Sanitized, _make
 
 #: ``[REDACTED:<kind>]`` -- kinds are lower-case words joined by ``-``.
@@ -255,3 +256,4 @@ def redact(text: str) -> str:
     return current().redact(text)[0]
 
 
+sanitized.use_redactor(lambda text: current().redact(text))  # plain strings met by validation

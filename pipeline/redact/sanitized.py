@@ -36,6 +36,14 @@ from pydantic_core import PydanticCustomError, core_schema
 Found = list[tuple[str, str, int]]
 _collector: contextvars.ContextVar[Found | None] = contextvars.ContextVar("skillmill_redactions", default=None)
 _fallbacks: Counter[str] = Counter()
+#: How validation redacts a plain string: ``pipeline.redact.engine`` sets it when imported (the
+#: package imports it first), so this module, which the engine builds on, does not import it.
+_redactor: Callable[[str], tuple[str, dict[str, int]]] | None = None
+
+
+def use_redactor(redactor: Callable[[str], tuple[str, dict[str, int]]]) -> None:
+    global _redactor
+    _redactor = redactor
 
 
 class Sanitized(str):
@@ -80,9 +88,9 @@ def _validate(value: Any, info: core_schema.ValidationInfo) -> Sanitized:
     if not isinstance(value, str):
         raise PydanticCustomError("string_type", "Input should be a valid string")
     _fallbacks[info.field_name or ""] += 1
-    from pipeline.redact.engine import current  # lazy: the detectors load only when needed
-
-    text, counts = current().redact(value)
+    if _redactor is None:  # never: importing pipeline.redact imports the engine, which sets it
+        raise RuntimeError("pipeline.redact.engine is not loaded: import pipeline.redact")
+    text, counts = _redactor(value)
     found = _collector.get()
     if found is not None and counts:
         # Only a Step has an ``index`` (validated before its text fields): it names the step.

@@ -9,13 +9,13 @@ never ingested here) the skill is still shown, with a note that says why.
 
 from __future__ import annotations
 
-import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from pipeline import settings
 from pipeline.errors import IndexError_
 from pipeline.index.db import connect
+from pipeline.index.state import STATE_DB_LOCK
 from pipeline.library import markdown
 from pipeline.library.model import Evidence, Skill, is_file_ref
 
@@ -28,9 +28,6 @@ _TRAJECTORIES = """
     WHERE list_contains($ids, id)"""
 
 
-#: Serializes opening and closing the state DB within a process (creating or dropping the shared
-#: DuckDB instance); once open, connections of one configuration run side by side.
-STATE_DB_LOCK = threading.RLock()
 
 
 @dataclass(frozen=True)

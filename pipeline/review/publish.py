@@ -1,48 +1,14 @@
-"""After a decision, agents must see it: republish the recall index from the library.
+"""After a decision, agents must see it: republish the recall index and agents' exported folders.
 
-The same path a run ends with (``stages.index``: mirror skills and the audit log into the
-state database, publish a fresh recall index). When a run holds the state database right
-now, only the recall index is republished; the run mirrors everything when it finishes.
+The index takes the same path a run ends with (``pipeline.recall.publish``); with the exports
+remembered by ``skillmill export`` it is ``pipeline.agents.publish`` (the floor below review).
+Here the browser's decisions republish in the background.
 """
 
 from __future__ import annotations
 
-from pipeline.errors import IndexError_
+from pipeline.agents.publish import republish as republish  # the index and agents' exported folders
 from pipeline.library import Library
-from pipeline.recall import pending
-from pipeline.recall.service import refresh
-from pipeline.summary import RunSummary
-
-
-def republish(library: Library) -> int:
-    """Rebuild what agents read from the library's files (the recall index and every remembered
-    export into agents' folders); returns the number of skills indexed."""
-    count = _republish_index(library)
-    from pipeline.agents.export import refresh_all
-
-    refresh_all(library.root)
-    return count
-
-
-def _republish_index(library: Library) -> int:
-    import duckdb
-
-    from pipeline import stages
-    from pipeline.index.state import StateDB
-    from pipeline.review.evidence import STATE_DB_LOCK
-
-    try:
-        with STATE_DB_LOCK:
-            state = StateDB()
-    except (IndexError_, duckdb.Error):  # a run is writing: publish what agents read, the run mirrors the rest
-        # ``refresh`` without the state database keeps the folders and feedback the last index carried.
-        with pending.publishing(library):
-            return refresh(list(library.entries(on_error=lambda *_: None))).skills
-    try:
-        return stages.index(state, library, RunSummary(library=str(library.root)))  # clears recall.pending
-    finally:
-        with STATE_DB_LOCK:
-            state.close()
 
 
 class BackgroundPublisher:

@@ -5,7 +5,8 @@ lines it came from (``Evidence("Makefile", [12])``) where a session item names t
 Sessions that ran the same command confirm it (their steps are cited beside the file); sessions
 where it could not run contradict it. The manual's session items and notes are kept as they
 are; only the scanned items and the scan's notes (layout, instruction files) are replaced by a
-new scan, and a new session-built manual carries the scanned items over (:func:`carry`).
+new scan, and a new session-built manual carries the scanned items over (:func:`carry`, which lives
+in ``pipeline.distill.scanned``: the write stage, a floor below, applies it).
 """
 
 from __future__ import annotations
@@ -19,7 +20,9 @@ from pathlib import Path
 from pipeline.distill.facts import RepoFact
 from pipeline.distill.naming import bounded, repo_label
 from pipeline.distill.repo import repo_skill_name
-from pipeline.library.model import Evidence, Item, Skill, is_file_ref
+from pipeline.distill.scanned import LAYOUT, POINTERS, scanned, session_notes
+from pipeline.distill.scanned import carry as carry
+from pipeline.library.model import Evidence, Item, Skill
 from pipeline.library.store import Library
 from pipeline.scan.reader import PURPOSES, Finding, Scan, normal, runnable, side_workflow, tool_of, underneath
 
@@ -29,15 +32,6 @@ MAX_CITES = 3
 _ORIGIN = {"ci": "CI", "instructions": "the instruction files", "docs": "the docs", "make": "the Makefile",
            "just": "the justfile", "tox": "tox.ini", "nox": "noxfile.py", "npm": "package.json",
            "pyproject": "pyproject.toml", "config": "its configuration"}
-#: Headings of the notes a scan owns (replaced by the next scan, carried over by session rebuilds).
-LAYOUT = "## Layout (from the checkout)"
-POINTERS = "## Instruction files (from the checkout)"
-_OWNED = (LAYOUT, POINTERS)
-
-
-def scanned(item: Item) -> bool:
-    """An item a scan wrote: every citation is a file of the checkout."""
-    return bool(item.evidence) and all(is_file_ref(e.trajectory) for e in item.evidence)
 
 
 def items(scan: Scan, facts: Iterable[RepoFact] = ()) -> list[Item]:
@@ -210,18 +204,6 @@ def notes(scan: Scan) -> str:
     return "\n".join(lines).strip("\n")
 
 
-def _session_notes(text: str) -> str:
-    """The notes without the blocks a scan owns."""
-    kept: list[str] = []
-    owned = False
-    for line in text.split("\n"):
-        if line.startswith("## "):
-            owned = line.strip() in _OWNED
-        if not owned:
-            kept.append(line)
-    return "\n".join(kept).strip("\n")
-
-
 def manual(scan: Scan, existing: Skill | None = None, facts: Iterable[RepoFact] = ()) -> Skill:
     """The manual with this scan's items: ``existing``'s session items and notes kept, its old scan replaced."""
     repo = scan.repo or "repo"
@@ -233,7 +215,7 @@ def manual(scan: Scan, existing: Skill | None = None, facts: Iterable[RepoFact] 
     else:
         base = existing
     session = [i for i in base.procedure if not scanned(i)]
-    merged_notes = "\n\n".join(p for p in (_session_notes(base.notes), notes(scan)) if p)
+    merged_notes = "\n\n".join(p for p in (session_notes(base.notes), notes(scan)) if p)
     update: dict = {"procedure": session + found, "notes": merged_notes}
     if existing is not None and not existing.sources:  # a manual only scans wrote: its description follows them
         update["description"] = _description(repo_label(existing.repo or repo), found, scan)
@@ -250,29 +232,6 @@ def _description(label: str, found: list[Item], scan: Scan) -> str:
     how = f"the commands its CI and docs use ({what}){runs}" if what else "its layout"
     return bounded(f"Use when working in the {label} repository (building, testing, fixing or changing code "
                    f"there): {how}{pointers}.")
-
-
-def carry(draft: Skill, existing: Skill | None) -> Skill:
-    """A manual rebuilt from sessions keeps what the last scan wrote (its items and notes)."""
-    if existing is None or existing.kind != "repo":
-        return draft
-    kept = [i for i in existing.procedure if scanned(i)]
-    owned = _owned_notes(existing.notes)
-    if not kept and not owned:
-        return draft
-    return draft.model_copy(update={"procedure": [*draft.procedure, *kept],
-                                    "notes": "\n\n".join(p for p in (_session_notes(draft.notes), owned) if p)})
-
-
-def _owned_notes(text: str) -> str:
-    kept: list[str] = []
-    owned = False
-    for line in text.split("\n"):
-        if line.startswith("## "):
-            owned = line.strip() in _OWNED
-        if owned:
-            kept.append(line)
-    return "\n".join(kept).strip("\n")
 
 
 def write(library: Library, skill: Skill) -> str:

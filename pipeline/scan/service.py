@@ -37,10 +37,12 @@ def session_facts(repo: str | None) -> tuple[list[RepoFact], str | None]:
     if not settings.state_db_path().exists():
         return [], None
     try:
+        from pipeline.distill import tables as distill_tables
         from pipeline.index.state import StateDB
+        from pipeline.ingest import tables as ingest_tables  # noqa: F401  (facts skip ingest's superseded versions)
 
         with StateDB() as state:
-            return state.facts(repo), None
+            return distill_tables.facts(state, repo), None
     except Exception as exc:  # a run holding the database: the scan goes on without the sessions
         return [], f"sessions not consulted ({type(exc).__name__}: {str(exc).splitlines()[0][:120]})"
 

@@ -16,8 +16,9 @@ from dataclasses import dataclass
 from pipeline.distill.llm.match import Pool
 from pipeline.distill.llm.prompts import PROMPT_VERSION, cache_key, consolidate_messages
 from pipeline.distill.llm.schema import Decision
+from pipeline.distill.llm.tables import LLMState
 from pipeline.distill.risk import flag
-from pipeline.index.llm import LLMState
+from pipeline.distill.write import save_skill
 from pipeline.library import markdown
 from pipeline.library.model import Skill
 from pipeline.library.store import PROPOSED_DIR, Library, atomic_write
@@ -54,8 +55,6 @@ class Consolidator:
         self.pool = Pool(skills)
 
     def place(self, draft: Skill) -> Placement:
-        from pipeline.stages import save_skill
-
         matches = self.pool.matches(draft)
         if not matches:
             name, result = save_skill(self.library, draft)

@@ -15,17 +15,19 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from pipeline import progress
+from pipeline.distill import tables as distill_tables
 from pipeline.distill.llm import NAME, PROMPT_VERSION, version
 from pipeline.distill.llm.extract import Assembled, ExtractJob, assemble, jobs
 from pipeline.distill.llm.merge import Consolidator
 from pipeline.distill.llm.schema import Extraction
+from pipeline.distill.llm.tables import LLMState
 from pipeline.distill.render import CHUNK_CHARS
-from pipeline.index.llm import LLMState
+from pipeline.distill.write import WriteOutcome, consolidate_repos, withdraw_superseded
 from pipeline.index.state import StateDB
+from pipeline.ingest import tables as ingest_tables
 from pipeline.library.store import Library
 from pipeline.llm.backend import BudgetReached, LLMError, ModelUnavailable
 from pipeline.llm.client import LLMClient, LLMSettings
-from pipeline.stages import WriteOutcome, consolidate_repos, withdraw_superseded
 from pipeline.summary import NothingReusable, RunError, RunSummary
 from pipeline.trajectory import Trajectory
 
@@ -113,13 +115,13 @@ class ModelRun:
                 if assembled.reason:
                     self.summary.nothing_reusable.append(NothingReusable(trajectory=work.trajectory.id,
                                                                          reason=assembled.reason))
-                self.state.save_distillation(work.trajectory.id, NAME, self.version, assembled.reason, names,
-                                             assembled.facts)
+                distill_tables.save_distillation(self.state, work.trajectory.id, NAME, self.version,
+                                                 assembled.reason, names, assembled.facts)
                 written[work.trajectory.id] = names
                 repos.update(f.repo for f in assembled.facts)
                 work.jobs = []  # done
                 bar.advance()
-        withdraw_superseded(self.library, self.state.ancestors(written), written, outcome)
+        withdraw_superseded(self.library, ingest_tables.ancestors(self.state, written), written, outcome)
         consolidate_repos(self.state, self.library, repos, outcome)
         self.cached_requests += consolidator.cached_requests
         return outcome

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 import duckdb
 import orjson
 
+from pipeline.index import migrations
 from pipeline.index.db import bulk_insert
 from pipeline.llm.backend import CallRecord
 
@@ -33,7 +34,7 @@ CALL_COLUMNS = {
 }
 
 
-def migrate_030_llm(con: duckdb.DuckDBPyConnection) -> None:
+def _m030_llm(con: duckdb.DuckDBPyConnection) -> None:
     columns = ", ".join(f"{k} {v}" for k, v in CALL_COLUMNS.items())
     con.execute(f"CREATE TABLE llm_calls ({columns})")
     con.execute("""
@@ -45,6 +46,9 @@ def migrate_030_llm(con: duckdb.DuckDBPyConnection) -> None:
             draft_key VARCHAR, model VARCHAR, prompt_version VARCHAR, trajectory_id VARCHAR, skill VARCHAR,
             action VARCHAR, target VARCHAR, reason VARCHAR, flags VARCHAR[], grounding JSON,
             decided_at TIMESTAMPTZ, PRIMARY KEY (draft_key, model, prompt_version))""")
+
+
+migrations.register(("030_llm", _m030_llm))
 
 
 class LLMState:
