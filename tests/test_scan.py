@@ -32,8 +32,10 @@ from tests.conftest import ROOT
 #: Pinned versions verified to ship these files: attrs (tox.ini, .pre-commit-config.yaml, CI workflows),
 #: coverage (Makefile, tox.ini, CI workflows), sphinx-book-theme (package.json scripts, tox.ini), black (tox.ini,
 #: a test workflow with a matrix expression beside a release one, docs/contributing/), flask (CONTRIBUTING.rst,
-#: tox.ini, tools configured in pyproject.toml).
-SDISTS = {"attrs": "25.3.0", "coverage": "7.9.1", "sphinx-book-theme": "1.1.4", "black": "24.4.2", "flask": "3.0.3"}
+#: tox.ini, tools configured in pyproject.toml), tqdm (a tox env that runs pytest twice: a notebook, then the suite),
+#: virtualenv (a {posargs:...} default with braces inside), rich (its sdist states no command at all).
+SDISTS = {"attrs": "25.3.0", "coverage": "7.9.1", "sphinx-book-theme": "1.1.4", "black": "24.4.2", "flask": "3.0.3",
+          "tqdm": "4.66.4", "virtualenv": "20.26.2", "rich": "13.7.1"}
 CACHE = Path(os.environ.get("SKILLMILL_SDISTS") or ROOT / "build" / "sdists")
 
 
@@ -224,6 +226,26 @@ def test_flask_states_what_its_contributing_guide_says_and_configured_tools_as_c
 def short(skill: Skill) -> bool:
     """Worth loading on every task: the scanned manual's body stays under ~300 tokens (4 characters a token)."""
     return len(render(skill).split("\n---\n", 1)[1]) / 4 < 300
+
+
+def test_the_runner_under_tox_is_the_suite_with_its_defaults_filled(tmp_path: Path) -> None:
+    """Read by a person against the checkouts: tqdm's tests line showed its notebook run, virtualenv's an
+    unfilled ``{posargs:...}``."""
+    tests = command_of(manual(scan(sdist("tqdm", tmp_path))), "Tests").text
+    assert "it runs `pytest --cov=tqdm" in tests and ".ipynb" not in tests and '-k "not perf"' in tests
+    tests = command_of(manual(scan(sdist("virtualenv", tmp_path))), "Tests").text
+    assert "it runs `coverage run -m pytest " in tests and "{" not in tests and " tests --int`" in tests
+
+
+def test_a_checkout_that_states_no_command_gets_no_manual(tmp_path: Path) -> None:
+    """rich's sdist has tools configured in pyproject.toml and folders, nothing run: no manual, said so."""
+    root = sdist("rich", tmp_path)
+    lib = tmp_path / "lib"
+    code, out = cli("scan", str(root), "--library", str(lib))
+    assert code == 0 and "No manual written for rich" in out, out
+    assert not list(lib.rglob("SKILL.md"))
+    code, out = cli("scan", str(root), "--library", str(lib), "--json")
+    assert json.loads(out)["result"] == "nothing"
 
 
 def test_this_repository() -> None:

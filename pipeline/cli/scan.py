@@ -65,8 +65,12 @@ def command(path: str, as_json: bool, dry_run: bool, library: str | None) -> Non
         where = {"created": "new candidate", "updated": "candidate updated", "unchanged": "unchanged",
                  "proposed": "proposed change to the approved manual, waiting in review",
                  "held": "a person rejected this very change: not proposed again",
-                 "left": "rejected or deprecated by a person: left alone"}[outcome.result]
-        echo(visible(f"Manual: {outcome.manual} ({where}) in {lib.root}"))
+                 "left": "rejected or deprecated by a person: left alone"}.get(outcome.result)
+        if where:
+            echo(visible(f"Manual: {outcome.manual} ({where}) in {lib.root}"))
+        else:  # "nothing"
+            echo(visible(f"No manual written for {found.repo}: the checkout states no command and no instruction "
+                         "file; configured tools and its folders are what an agent sees at a glance."))
     for name, reasons in outcome.stale.items():
         echo(visible(f"Stale: {name}: " + "; ".join(r["text"] for r in reasons)))
     if outcome.note:

@@ -222,6 +222,16 @@ def manual(scan: Scan, existing: Skill | None = None, facts: Iterable[RepoFact] 
     return base.model_copy(update=update)
 
 
+def worth_writing(skill: Skill, scan: Scan) -> bool:
+    """A new manual says something the repository states: a command, or an instruction file to read.
+
+    Tools merely configured (``[tool.ruff]``) and the top-level folders are what an agent sees in a
+    glance at the checkout; a manual of only those costs a reviewer's minute and an agent's context.
+    """
+    stated = [i for i in skill.procedure if not i.text.startswith("Configured")]
+    return bool(stated or scan.instructions)
+
+
 def _description(label: str, found: list[Item], scan: Scan) -> str:
     purposes = list(dict.fromkeys(i.text.split(":", 1)[0].removesuffix(" (template)").lower() for i in found
                                   if not i.text.startswith("Configured")))

@@ -15,6 +15,7 @@ import fnmatch
 import json
 import os
 import re
+import shlex
 import time
 import tomllib
 from collections import defaultdict
@@ -819,13 +820,47 @@ def _tox_section(scan: Scan, env: str) -> tuple[str, list[str]]:
     return "tox:", factors
 
 
+def _defaults(command: str, name: str) -> str:
+    """``{posargs:DEFAULT}`` -> DEFAULT, braces inside DEFAULT included (``{posargs:-o "{toxworkdir}/x" tests}``)."""
+    out, at, opening = [], 0, "{" + name + ":"
+    while (start := command.find(opening, at)) >= 0:
+        depth, end = 0, start
+        for end in range(start, len(command)):
+            depth += {"{": 1, "}": -1}.get(command[end], 0)
+            if depth == 0:
+                break
+        else:
+            break  # unbalanced: leave the rest as it is
+        out += [command[at:start], command[start + len(opening):end]]
+        at = end + 1
+    return "".join(out) + command[at:]
+
+
 def _substitute(command: str) -> str:
     command = re.sub(r"\{env:\w+:([^{}]*)\}", r"\1", command)  # {env:X:pytest} -> pytest
-    command = re.sub(r"\{posargs:([^{}]*)\}", r"\1", command)
+    command = _defaults(command, "posargs")
+    command = command.replace("{toxworkdir}", ".tox").replace("{work_dir}", ".tox")
     command = re.sub(r"\{(posargs|envtmpdir|envname|env_site_packages_dir)[^{}]*\}", "", command)
     command = re.sub(r"--basetemp=\s*(\s|$)", " ", command)
     command = command.replace("{toxinidir}/", "").replace("{tox_root}/", "")
     return " ".join(command.split())
+
+
+_VALUED = {"-k", "-m", "-W", "-p", "-o", "-c", "-n", "--rootdir", "--junitxml", "--cov", "--cov-report",
+           "--sanitize-with", "--basetemp", "--ignore", "--deselect"}
+
+
+def _special(command: str) -> bool:
+    """A runner line aimed at particular files that are not tests (``pytest notebook.ipynb --nbval``): when an env
+    runs its runner more than once, the line an agent wants is the general one (``pytest -k "not perf"``)."""
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        words = command.split()
+    targets = [w for prev, w in zip(["", *words], words, strict=False)
+               if not w.startswith("-") and prev not in _VALUED and "=" not in w]
+    return any(re.search(r"\.(?!py\b)\w+$", w) and "test" not in w.rsplit("/", 1)[-1].split(".")[-1]
+               for w in targets[1:])
 
 
 def underneath(scan: Scan, command: str) -> tuple[str, int, str] | None:
@@ -840,6 +875,7 @@ def underneath(scan: Scan, command: str) -> tuple[str, int, str] | None:
             listed = [e for e in tox_envs(scan) if re.match(r"^py\d+$", e)]
             name = max(listed, key=_version) if listed else "py"
         key, factors = _tox_section(scan, name.split(",")[0])
+        found = []
         for line, raw in scan.runs.get(key, []):
             text = raw.rstrip("\\").strip()
             cond = re.match(r"^(!?)([\w,-]+):\s+(.*)$", text)
@@ -850,7 +886,8 @@ def underneath(scan: Scan, command: str) -> tuple[str, int, str] | None:
                 text = cond.group(3)
             text = _substitute(text)
             if _RUNNER.search(text):
-                return text, line, "tox.ini"
+                found.append((text, line, "tox.ini"))
+        return min(found, key=lambda f: _special(f[0])) if found else None  # the suite, not a side run
     elif tool == "nox":
         env = _NOX_SESSION.search(" " + command)
         for line, text in scan.runs.get(f"nox:{env.group(1) if env else ''}", []):

@@ -19,7 +19,7 @@ log = logging.getLogger(__name__)
 class Outcome:
     scan: Scan
     manual: str | None = None  # the manual's name
-    result: str | None = None  # manual.write's answer, None when nothing was written
+    result: str | None = None  # manual.write's answer ("nothing": not worth a manual), None on a dry run
     stale: dict[str, list] = field(default_factory=dict)
     note: str | None = None  # why sessions could not be consulted
 
@@ -60,7 +60,10 @@ def scan_checkout(path: str | Path, library: Library, *, write: bool = True, fac
     existing = (base or draft_existing).skill if (base or draft_existing) else None
     draft = manual.manual(found, existing, facts)
     outcome.manual = draft.name
-    if write:
+    if existing is None and not manual.worth_writing(draft, found):
+        outcome.result = "nothing"  # no manual is better than one an agent already knows by heart
+    elif write:
         outcome.result = manual.write(library, draft)
+    if write:
         outcome.stale = stale.refresh(library.root, found.root, found.repo, by=by, facts=facts)
     return outcome
