@@ -231,10 +231,16 @@ def short(skill: Skill) -> bool:
 def test_the_runner_under_tox_is_the_suite_with_its_defaults_filled(tmp_path: Path) -> None:
     """Read by a person against the checkouts: tqdm's tests line showed its notebook run, virtualenv's an
     unfilled ``{posargs:...}``."""
-    tests = command_of(manual(scan(sdist("tqdm", tmp_path))), "Tests").text
+    tqdm = manual(scan(sdist("tqdm", tmp_path)))
+    tests = command_of(tqdm, "Tests").text
     assert "it runs `pytest --cov=tqdm" in tests and ".ipynb" not in tests and '-k "not perf"' in tests
-    tests = command_of(manual(scan(sdist("virtualenv", tmp_path))), "Tests").text
+    assert command_of(tqdm, "Build").text.split("`")[1] == "make build"  # not install_build: it installs
+    assert command_of(tqdm, "Run").text.split("`")[1] == "make run"  # not `docker run` of the published image
+    virtualenv = manual(scan(sdist("virtualenv", tmp_path)))
+    tests = command_of(virtualenv, "Tests").text
     assert "it runs `coverage run -m pytest " in tests and "{" not in tests and " tests --int`" in tests
+    assert re.search(r'--junitxml "\.tox/junit\.py\d+\.xml"', tests), tests  # {envname} is the env's name
+    assert not [i for i in virtualenv.procedure if i.text.startswith("Run:")]  # `virtualenv` runs virtualenv
 
 
 def test_a_checkout_that_states_no_command_gets_no_manual(tmp_path: Path) -> None:

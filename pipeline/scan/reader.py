@@ -224,7 +224,7 @@ _COMMANDS = (  # a command line, by its program and arguments
     ("build", re.compile(r"^(python -m build|hatch build|poetry build|cargo build|go build|docker build|"
                          r"npm run build|uv build|pyproject-build)\b")),
     ("docs", re.compile(r"^(sphinx-build|mkdocs (build|serve)|make (html|docs))\b")),
-    ("run", re.compile(r"^(cargo run|go run|npm start|flask run|uvicorn|docker run|python manage\.py runserver)\b")),
+    ("run", re.compile(r"^(cargo run|go run|npm start|flask run|uvicorn|python manage\.py runserver)\b")),
 )
 _WRAPPERS = re.compile(r"^(uvx( --with[= ]\S+)*|uv run( --\S+)*|poetry run|pdm run|hatch run( \S+:)?|pipx run|"
                        r"npx|python3? -m|sudo|time|env( \w+=\S*)*)\s+")
@@ -235,6 +235,8 @@ _NOX_SESSION = re.compile(r"\s(?:-s|--session|--sessions)\s+(\S+)")
 
 def named_purpose(name: str) -> str | None:
     low = name.lower()
+    if re.match(r"^(install|setup|deps|bootstrap)([-_:]|$)", low):  # install_build installs what a build needs
+        return "install"
     for purpose, pattern in _NAMED:
         if pattern.search(low):
             return purpose
@@ -556,6 +558,9 @@ class _PackageJson(_Reader):
 
 def _toml_line(lines: list[str], header: str, key: str | None = None) -> int:
     at = next((i for i, raw in enumerate(lines, 1) if raw.strip() == f"[{header}]"), 0)
+    if key is not None and not at:  # a dotted key under the parent table: `scripts.virtualenv = ...` in [project]
+        dotted = rf'^\s*{re.escape(header.rsplit(".", 1)[-1])}\.\s*"?{re.escape(key)}"?\s*='
+        return next((i for i, raw in enumerate(lines, 1) if re.match(dotted, raw)), 1)
     if key is None or not at:
         return at or 1
     return next((i for i in range(at + 1, len(lines) + 1) if re.match(rf'^\s*"?{re.escape(key)}"?\s*=',
@@ -582,8 +587,10 @@ class _Pyproject(_Reader):
             if isinstance(table, dict):  # configured, not a command anyone states
                 _add(scan, purpose, command, relative, _toml_line(lines, f"tool.{section}"), "config")
         scripts = data.get("project", {}).get("scripts") if isinstance(data.get("project"), dict) else None
+        own = re.sub(r"[-_.]+", "-", str(data.get("project", {}).get("name", ""))).lower()
         for name in (scripts or {}) if isinstance(scripts, dict) else ():
-            _add(scan, "run", name, relative, _toml_line(lines, "project.scripts", name), "pyproject")
+            if re.sub(r"[-_.]+", "-", name).lower() != own:  # `virtualenv` runs virtualenv: nothing to learn
+                _add(scan, "run", name, relative, _toml_line(lines, "project.scripts", name), "pyproject")
         envs = tool.get("hatch", {}).get("envs", {}) if isinstance(tool.get("hatch"), dict) else {}
         for env, table in (envs.items() if isinstance(envs, dict) else ()):
             for name in (table.get("scripts") or {}) if isinstance(table, dict) else ():
@@ -836,10 +843,10 @@ def _defaults(command: str, name: str) -> str:
     return "".join(out) + command[at:]
 
 
-def _substitute(command: str) -> str:
+def _substitute(command: str, env: str = "py") -> str:
     command = re.sub(r"\{env:\w+:([^{}]*)\}", r"\1", command)  # {env:X:pytest} -> pytest
     command = _defaults(command, "posargs")
-    command = command.replace("{toxworkdir}", ".tox").replace("{work_dir}", ".tox")
+    command = command.replace("{toxworkdir}", ".tox").replace("{work_dir}", ".tox").replace("{envname}", env)
     command = re.sub(r"\{(posargs|envtmpdir|envname|env_site_packages_dir)[^{}]*\}", "", command)
     command = re.sub(r"--basetemp=\s*(\s|$)", " ", command)
     command = command.replace("{toxinidir}/", "").replace("{tox_root}/", "")
@@ -884,7 +891,7 @@ def underneath(scan: Scan, command: str) -> tuple[str, int, str] | None:
                 if hit == bool(cond.group(1)):
                     continue
                 text = cond.group(3)
-            text = _substitute(text)
+            text = _substitute(text, name.split(",")[0])
             if _RUNNER.search(text):
                 found.append((text, line, "tox.ini"))
         return min(found, key=lambda f: _special(f[0])) if found else None  # the suite, not a side run
