@@ -220,7 +220,7 @@ def _print_list(lib: Any, found: list[Any], filters: Any) -> None:
     for i in found:
         counts[i.status] = counts.get(i.status, 0) + 1
     parts = ", ".join(f"{n} {s}" for s, n in counts.items())
-    echo(f"{len(found)} skills in {root} ({parts})" + (click.style(f" — {flagged} FLAGGED", fg="red", bold=True)
+    echo(f"{len(found)} skill{'' if len(found) == 1 else 's'} in {root} ({parts})" + (click.style(f" — {flagged} FLAGGED", fg="red", bold=True)
                                                          if flagged else ""))
     echo()
     rows = [("STATUS", "KIND", "CONF", "OUTCOME", "AGENT", "REPO", "NAME")]
