@@ -15,7 +15,8 @@ $(BIN)/skillmill: pyproject.toml
 
 ## run: distill the sample sessions in samples/ into skills/ and recall from them (offline)
 run: $(BIN)/skillmill
-	@rm -rf $(DEMO_HOME)
+	@# a fresh demo home each time, but for Prefect's: the local server of the last run is reused while it idles
+	@if [ -d $(DEMO_HOME) ]; then find $(DEMO_HOME) -mindepth 1 -maxdepth 1 ! -name prefect -exec rm -rf {} +; fi
 	SKILLMILL_HOME=$(DEMO_HOME) $(BIN)/skillmill run samples --library skills
 	@echo
 	SKILLMILL_HOME=$(DEMO_HOME) $(BIN)/skillmill recall --include-candidates --limit 3 "$(QUERY)"

@@ -13,6 +13,7 @@ import json
 import os
 import pty
 import re
+import shutil
 import subprocess
 import sys
 import time
@@ -209,6 +210,22 @@ def test_a_run_killed_with_kill_9_leaves_only_the_idle_server_which_then_stops(t
     print(f"\nthe idle server stopped {time.monotonic() - clock:.1f} s after the run was killed (idle time {idle_s} s)")
     assert time.monotonic() - clock >= idle_s - 6  # idle from the kill (polled), not from the start of the run
     assert shared_server.read_state(prefect_home) is None
+
+
+def test_a_server_whose_home_is_deleted_stops(tmp_path: Path) -> None:
+    """`make run` starts from an empty home: the server of the last run must not live on without its database."""
+    folder = tmp_path / "prefect"
+    folder.mkdir()
+    server = shared_server._start(folder, 600.0)
+    try:
+        server.wait(timeout=180)
+        shutil.rmtree(folder)
+        deadline = time.monotonic() + 60
+        while shared_server.alive(server.pid) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert not shared_server.alive(server.pid), "the server outlived its deleted home"
+    finally:
+        shared_server.stop(server.pid)
 
 
 def test_a_stale_or_foreign_state_file_is_removed_not_trusted(tmp_path: Path) -> None:

@@ -295,6 +295,8 @@ def _watch(folder: Path, idle_s: float, started: float, server: object) -> None:
     every = min(5.0, max(0.2, idle_s / 10))
     while True:
         time.sleep(every)
+        if not folder.is_dir():  # its home was deleted (`make run` starts afresh): no run can find it any more,
+            break                # and its database is gone
         try:
             fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -315,9 +317,10 @@ def _watch(folder: Path, idle_s: float, started: float, server: object) -> None:
         # Idle: no run can pick it from now on (the state file goes), and none can start another
         # until this process has exited (it keeps the lock until then).
         forget(folder, os.getpid())
-        server.should_exit = True  # type: ignore[attr-defined]
-        time.sleep(30)
-        os._exit(0)  # it did not shut down
+        break
+    server.should_exit = True  # type: ignore[attr-defined]
+    time.sleep(30)
+    os._exit(0)  # it did not shut down
 
 
 if __name__ == "__main__":
