@@ -96,11 +96,18 @@ def matrix_form(run: str) -> re.Pattern:
     return re.compile(r"\S+".join(re.escape(part) for part in marked.strip().split("\0")))
 
 
-def assert_one_test_template(root: Path, skill: Skill) -> None:
-    """pytest is the runner: a template that runs one test, in a test file the checkout has."""
-    one = command_of(skill, "One test (template)").text.split("`")[1]
-    assert re.fullmatch(r"pytest (\S+\.py)::<test_name>", one), one
-    assert (root / one.split()[1].split("::")[0]).is_file()
+def assert_one_test_template(root: Path, skill: Skill) -> str:
+    """pytest is the runner: a template that runs one test, in a test file the checkout has -- through tox
+    (``tox -e ENV -- FILE::<test_name>``) when the tox line that runs pytest passes ``{posargs}`` on, bare otherwise."""
+    item = command_of(skill, "One test (template)")
+    one = item.text.split("`")[1]
+    form = re.fullmatch(r"(?:pytest|(?:python -m )?tox -e \S+ --) (\S+\.py)::<test_name>", one)
+    assert form, one
+    assert (root / form.group(1)).is_file()
+    if "tox" in one:  # the cited tox.ini line hands the path to pytest
+        line = (root / "tox.ini").read_text().split("\n")[item.evidence[0].steps[0] - 1]
+        assert "pytest" in line and "{posargs" in line, line
+    return one
 
 
 def stated_nowhere(skill: Skill, *commands: str) -> None:
@@ -237,6 +244,7 @@ def test_the_runner_under_tox_is_the_suite_with_its_defaults_filled(tmp_path: Pa
     assert command_of(tqdm, "Build").text.split("`")[1] == "make build"  # not install_build: it installs
     assert command_of(tqdm, "Run").text.split("`")[1] == "make run"  # not `docker run` of the published image
     virtualenv = manual(scan(sdist("virtualenv", tmp_path)))
+    assert assert_one_test_template(tmp_path / "virtualenv-20.26.2", virtualenv).startswith("tox -e py -- tests/")
     tests = command_of(virtualenv, "Tests").text
     assert "it runs `coverage run -m pytest " in tests and "{" not in tests and " tests --int`" in tests
     assert re.search(r'--junitxml "\.tox/junit\.py\d+\.xml"', tests), tests  # {envname} is the env's name

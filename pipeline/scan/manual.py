@@ -11,7 +11,6 @@ in ``pipeline.distill.scanned``: the write stage, a floor below, applies it).
 
 from __future__ import annotations
 
-import os
 import re
 from collections import defaultdict
 from collections.abc import Iterable
@@ -41,10 +40,11 @@ def items(scan: Scan, facts: Iterable[RepoFact] = ()) -> list[Item]:
     by_command = _facts_by_command(facts)
     out: list[Item] = []
     runner: Finding | None = None  # where the test runner shows
+    via_tox: str | None = None  # `tox -e py --`: one test through tox, when its runner line takes the paths
     for purpose in PURPOSES:
         chosen = scan.commands(purpose)[:1]
         if purpose == "one-test" and not chosen:
-            out += _one_test(scan, runner)
+            out += _one_test(scan, runner, via_tox)
         for finding in chosen:
             cites = scan.cites(finding)[:MAX_CITES]
             command = finding.command
@@ -69,6 +69,8 @@ def items(scan: Scan, facts: Iterable[RepoFact] = ()) -> list[Item]:
                     text += f"; it runs `{below[0]}` ({below[2]})"
                     cites.append(under)
                     runner = under if re.search(r"\b(pytest|py\.test)\b", below[0]) else runner
+                    if below[2] == "tox.ini" and runner is under:
+                        via_tox = _through_tox(scan, command, below[1])
                     if below[2] == "package.json":
                         runner = finding if re.match(r"^(jest|vitest|mocha)\b", below[0]) else None
             out.append(Item(text=text + ".", evidence=_evidence(cites) + sessions))
@@ -112,7 +114,33 @@ def _ci_beside(scan: Scan, finding: Finding) -> Finding | None:
     return Finding(same[0].purpose, shown, same[0].file, same[0].line, "ci", same[0].written)
 
 
-def _one_test(scan: Scan, runner: Finding | None) -> list[Item]:
+def _through_tox(scan: Scan, command: str, line: int) -> str | None:
+    """``tox -e py --`` when tox's runner line passes ``{posargs}`` and names no test path outside them: then
+    ``tox -e py -- tests/x.py::t`` runs that one test with the env's dependencies (bare pytest often lacks
+    them: plugins named in addopts, the package itself in a src layout)."""
+    raw = next((text for key, rows in scan.runs.items() if key.startswith("tox:") for n, text in rows if n == line),
+               None)
+    if raw is None or "{posargs" not in raw:
+        return None
+    outside = re.sub(r"\{env:\w+:([^{}]*)\}", r"\1", raw)  # {env:X:pytest} -> pytest
+    outside = re.sub(r"\{posargs(:[^{}]*(\{[^{}]*\}[^{}]*)*)?\}", "", outside)
+    outside = re.sub(r"\{[^{}]*\}", "", outside)
+    words = outside.split()
+    at = next((i for i, w in enumerate(words) if w in ("pytest", "py.test")), None)
+    valued = {"-k", "-m", "-W", "-p", "-o", "-c", "-n", "--rootdir", "--junitxml", "--cov", "--cov-report",
+              "--basetemp", "--ignore", "--deselect", "--run-optional"}
+    if at is None or any(not w.startswith("-") and "=" not in w and prev not in valued
+                         for prev, w in zip(words[at:], words[at + 1:], strict=False)):
+        return None  # `pytest tests {posargs}`: a path given would run beside the whole suite
+    words = normal(command).split()
+    tox = " ".join(command.split()[: len(command.split()) - len(words) + words.index("tox") + 1]) \
+        if "tox" in words else "tox"
+    env = re.search(r"\s-e\s*(\S+)", " " + command)
+    name = env.group(1) if env and runnable(env.group(1)) else "py"
+    return f"{tox} -e {name} --"
+
+
+def _one_test(scan: Scan, runner: Finding | None, via_tox: str | None = None) -> list[Item]:
     """A template for running one test, only when the runner is known (pytest, or npm's jest/vitest/mocha)."""
     if runner is None:
         configured = [f for f in scan.configured() if f.purpose == "test" and f.command == "pytest"]
@@ -128,18 +156,25 @@ def _one_test(scan: Scan, runner: Finding | None) -> list[Item]:
         words = runner.command.split()
         at = next((i for i, w in enumerate(words) if w in ("pytest", "py.test")), None)
         prefix = " ".join(words[: at + 1]) if at is not None and runner.origin != "tox" else "pytest"
+        if via_tox:
+            return [Item(text=f"One test (template): `{via_tox} {_test_file(scan)}::<test_name>` (through tox, "
+                              "with the env's test dependencies; its pytest line takes the path).",
+                         evidence=_evidence([runner]))]
         form = f"{prefix} {_test_file(scan)}::<test_name>"
     return [Item(text=f"One test (template): `{form}` (the runner per {_ORIGIN[runner.origin]}).",
                  evidence=_evidence([runner]))]
 
 
 def _test_file(scan: Scan) -> str:
+    """A real test file to show in the template: in the tests folder, else one level down (``tests/unit/x/``)."""
     folder = Path(scan.root) / (scan.tests_dir or "tests/")
-    try:
-        names = sorted(n for n in os.listdir(folder) if re.match(r"^test_\w+\.py$", n))
-    except OSError:
-        names = []
-    return f"{scan.tests_dir}{names[0]}" if names else f"{scan.tests_dir}<file>.py"
+    test = re.compile(r"^(test_\w+|\w+_test|tests_\w+)\.py$")
+    for depth in ("", "*/", "*/*/"):
+        names = sorted((str(p.relative_to(folder)) for p in folder.glob(depth + "*.py") if test.match(p.name)),
+                       key=lambda n: (bool(re.search(r"integration|e2e|functional|slow", n)), n))[:1]  # unit first
+        if names:
+            return f"{scan.tests_dir}{names[0]}"
+    return f"{scan.tests_dir}<file>.py"
 
 
 def _evidence(cites: list[Finding]) -> list[Evidence]:
