@@ -40,7 +40,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import io
 import json
 import os
 import re
@@ -48,7 +47,6 @@ import resource
 import shutil
 import subprocess
 import sys
-import tarfile
 import tempfile
 import threading
 import time
@@ -58,6 +56,7 @@ from pathlib import Path
 import orjson
 import psutil
 
+from benchmarks.skill_quality import extract
 from pipeline.execution import shared_server
 from pipeline.execution.lock import run_lock
 from pipeline.ingest import ingest_file
@@ -278,19 +277,6 @@ def run_cli(args: list[str], home: Path, source: Path = ROOT, **extra: str) -> d
 
 
 # -- start-up: cold, warm, before ---------------------------------------------------------------------
-def extract(ref: str, into: Path) -> Path:
-    """The ``pipeline`` and ``flows`` packages as they were at ``ref``."""
-    archive = subprocess.run(["git", "-C", str(ROOT), "archive", "--format=tar", ref, "pipeline", "flows"],
-                             capture_output=True, check=False)
-    if archive.returncode != 0:
-        sys.exit(f"nightly: cannot read {ref!r} from {ROOT}: {archive.stderr.decode().strip()}; "
-                 "pass --baseline-ref with a commit of this repository, or --baseline-ref ''")
-    into.mkdir(parents=True, exist_ok=True)
-    with tarfile.open(fileobj=io.BytesIO(archive.stdout)) as tar:
-        tar.extractall(into, filter="data")
-    return into
-
-
 def startup(work: Path, baseline_ref: str, servers: list[Path], sessions: int) -> None:
     """No-op and N-session runs, cold and warm, against the flow's own duration; then the refusals."""
     empty, data = work / "empty", work / "input"
@@ -305,7 +291,8 @@ def startup(work: Path, baseline_ref: str, servers: list[Path], sessions: int) -
     servers += [warm, cold, per_run]
     results: dict[str, dict] = {}
     if baseline_ref:
-        old = extract(baseline_ref, work / "baseline-code")
+        old = extract(baseline_ref, work / "baseline-code", who="nightly",
+                      hint="pass --baseline-ref with a commit of this repository, or --baseline-ref ''")
         results[f"no-op, {baseline_ref} (before)"] = run_cli(noop, work / "home-old-noop", source=old,
                                                               PREFECT_HOME=str(work / "prefect-old"))
         results[f"{n}, {baseline_ref} (before)"] = run_cli(full("old"), work / "home-old", source=old,

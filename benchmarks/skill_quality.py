@@ -36,13 +36,13 @@ AUDITOR = ROOT / "benchmarks" / "audit" / "audit_run.py"
 BASELINE_REF = "fc61df2"
 
 
-def extract(ref: str, into: Path) -> Path:
-    """The ``pipeline`` and ``flows`` packages as they were at ``ref``."""
+def extract(ref: str, into: Path, *, who: str = "skill_quality",
+            hint: str = "pass --baseline-ref with a commit of this repository") -> Path:
+    """The ``pipeline`` and ``flows`` packages as they were at ``ref`` (benchmarks' baselines)."""
     archive = subprocess.run(["git", "-C", str(ROOT), "archive", "--format=tar", ref, "pipeline", "flows"],
                              capture_output=True, check=False)
     if archive.returncode != 0:
-        sys.exit(f"skill_quality: cannot read {ref!r} from {ROOT}: {archive.stderr.decode().strip()}; "
-                 "pass --baseline-ref with a commit of this repository")
+        sys.exit(f"{who}: cannot read {ref!r} from {ROOT}: {archive.stderr.decode().strip()}; {hint}")
     into.mkdir(parents=True, exist_ok=True)
     with tarfile.open(fileobj=io.BytesIO(archive.stdout)) as tar:
         tar.extractall(into, filter="data")
