@@ -21,28 +21,26 @@ def scanned(item: Item) -> bool:
     return bool(item.evidence) and all(is_file_ref(e.trajectory) for e in item.evidence)
 
 
-def session_notes(text: str) -> str:
-    """The notes without the blocks a scan owns."""
+def _blocks(text: str, owned: bool) -> str:
+    """The notes' blocks a scan owns (``owned``), or all the others."""
     kept: list[str] = []
-    owned = False
+    inside = False
     for line in text.split("\n"):
         if line.startswith("## "):
-            owned = line.strip() in OWNED
-        if not owned:
+            inside = line.strip() in OWNED
+        if inside == owned:
             kept.append(line)
     return "\n".join(kept).strip("\n")
+
+
+def session_notes(text: str) -> str:
+    """The notes without the blocks a scan owns."""
+    return _blocks(text, owned=False)
 
 
 def owned_notes(text: str) -> str:
     """Only the blocks a scan owns."""
-    kept: list[str] = []
-    owned = False
-    for line in text.split("\n"):
-        if line.startswith("## "):
-            owned = line.strip() in OWNED
-        if owned:
-            kept.append(line)
-    return "\n".join(kept).strip("\n")
+    return _blocks(text, owned=True)
 
 
 def carry(draft: Skill, existing: Skill | None) -> Skill:
