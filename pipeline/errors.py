@@ -5,7 +5,7 @@ from __future__ import annotations
 import errno
 import os
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 
@@ -76,10 +76,7 @@ def no_space(exc: BaseException, places: Iterable[str | Path] = (), *, advice: s
     The folder is the one of the file that could not be written when the error says, else the
     first of ``places`` that is (nearly) full, else the first of ``places``.
     """
-    seen: set[int] = set()
-    current: BaseException | None = exc
-    while current is not None and id(current) not in seen:
-        seen.add(id(current))
+    for current in _chain(exc):
         if isinstance(current, NoSpace):  # said already, with its own advice
             return current
         if isinstance(current, OSError) and current.errno in (errno.ENOSPC, errno.EDQUOT):
@@ -87,8 +84,17 @@ def no_space(exc: BaseException, places: Iterable[str | Path] = (), *, advice: s
         if not isinstance(current, OSError) and _FULL.search(str(current)):
             found = _QUOTED_PATH.search(str(current))
             return NoSpace(_folder(found.group(1) if found else None, places), advice=advice)
-        current = current.__cause__ or current.__context__
     return None
+
+
+def _chain(exc: BaseException) -> Iterator[BaseException]:
+    """``exc`` and what caused it (``__cause__``, else ``__context__``), each once."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        yield current
+        current = current.__cause__ or current.__context__
 
 
 WRITABLE_ADVICE = "point SKILLMILL_HOME/--library elsewhere or make it writable"
@@ -124,10 +130,7 @@ def not_writable(exc: BaseException, places: Iterable[str | Path] = (), *,
     the default what-to-do (which names SKILLMILL_HOME/--library, or PREFECT_HOME for Prefect's folder).
     """
     places = [Path(p) for p in places]
-    seen: set[int] = set()
-    current: BaseException | None = exc
-    while current is not None and id(current) not in seen:
-        seen.add(id(current))
+    for current in _chain(exc):
         if isinstance(current, NotWritable):  # said already, with its own advice
             return current
         if isinstance(current, OSError) and current.errno in _UNWRITABLE:
@@ -140,7 +143,6 @@ def not_writable(exc: BaseException, places: Iterable[str | Path] = (), *,
                                 read_only=bool(_READ_ONLY.search(str(current))), advice=advice)
             if found is not None:
                 return found
-        current = current.__cause__ or current.__context__
     return None
 
 
