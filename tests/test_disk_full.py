@@ -8,7 +8,6 @@ it the tests are skipped and say why.
 
 from __future__ import annotations
 
-import errno
 import shutil
 import subprocess
 from collections.abc import Iterator
@@ -18,6 +17,7 @@ import pytest
 from click.testing import CliRunner
 
 from pipeline.cli import main
+from tests.mounts import fill
 from tests.review_support import build, django_inputs
 
 MANUAL = "working-in-django"  # what the django sitemaps session gives
@@ -37,17 +37,6 @@ def small_disk(tmp_path: Path) -> Iterator[Path]:
         yield mount
     finally:
         subprocess.run(["umount", "-l", str(mount)], check=False)
-
-
-def fill(disk: Path) -> None:
-    """Write a filler file until the disk is full."""
-    with open(disk / "filler", "wb", buffering=0) as handle:
-        try:
-            while True:
-                handle.write(b"\0" * 4096)
-        except OSError as exc:
-            assert exc.errno == errno.ENOSPC
-    assert shutil.disk_usage(disk).free < 8192
 
 
 def skillmill(*args: str) -> tuple[int, str]:
