@@ -23,8 +23,10 @@ same input (reading and parsing alone, no Prefect, no database).
 Goal: <= 120 s and <= 1 GB for 1,000 sessions on a 2-core machine.
 
 Part ``startup``: a no-op run (an empty folder) and the 1,000-session run (thread runner), each
-cold (a new ``PREFECT_HOME``: the run starts the shared local Prefect server) and warm (the server
-left up by an earlier run), against the flow's own duration (``duration_s`` of the summary):
+cold (a new ``PREFECT_HOME``: the run starts the shared local Prefect server), warm server but a new
+process (``SKILLMILL_WARM=0``: the run imports Prefect itself) and warm (the server up, and the run
+forked from the warm process an earlier run left, ``pipeline.execution.warm``), against the flow's
+own duration (``duration_s`` of the summary):
 wall time, the server's start, the overhead (wall - flow), the CPU time of the run's process (and of
 what it waited for: a per-run server, not the shared one) -- on a loaded machine wall times grow with
 the load, CPU times much less -- and when the first line came. The same
@@ -33,7 +35,8 @@ archive`` of ``pipeline`` and ``flows``, run from that copy) show where it start
 a run takes to refuse: the run lock held (exit 75), a library or ``SKILLMILL_HOME`` it cannot
 create (exit 2), a missing path (exit 2). Goal: warm overhead <= 3 s over the flow's work.
 The runner comparison (part ``runners``) runs on one warm shared server, so that its rows
-compare the runners, not server starts. Every shared server the script started is stopped at the end.
+compare the runners, not server starts. Every shared server and warm process the script started is
+stopped at the end.
 """
 
 from __future__ import annotations
@@ -57,7 +60,7 @@ import orjson
 import psutil
 
 from benchmarks.skill_quality import extract
-from pipeline.execution import shared_server
+from pipeline.execution import shared_server, warm
 from pipeline.execution.lock import run_lock
 from pipeline.ingest import ingest_file
 
@@ -199,11 +202,13 @@ def replicate(corpus: Path, out: Path, sessions: int) -> tuple[int, int]:
 
 # -- measuring a run from outside ----------------------------------------------------------------------
 class TreeRSS:
-    """Peak of the summed RSS of a process and all its descendants (and ``also``), sampled in a thread."""
+    """Peak of the summed RSS of a process and all its descendants (and ``also`` with theirs), sampled in a
+    thread; and the CPU time of the descendants of ``also`` (a warm process's forks running the command)."""
 
     def __init__(self, pid: int, every: float = 0.05, also: list[int] | None = None) -> None:
         self.root = psutil.Process(pid)
         self.also = [psutil.Process(p) for p in also or [] if psutil.pid_exists(p)]
+        self.forks_cpu: dict[int, float] = {}
         self.peak = 0
         self.every = every
         self._stop = threading.Event()
@@ -216,10 +221,18 @@ class TreeRSS:
                 procs = [self.root, *self.root.children(recursive=True), *self.also]
             except psutil.NoSuchProcess:
                 return
+            forks = []
+            for proc in self.also:
+                with contextlib.suppress(psutil.Error):
+                    forks += proc.children(recursive=True)
             rss = 0
-            for proc in procs:
+            for proc in [*procs, *forks]:
                 with contextlib.suppress(psutil.Error):
                     rss += proc.memory_info().rss
+            for proc in forks:
+                with contextlib.suppress(psutil.Error):
+                    times = proc.cpu_times()
+                    self.forks_cpu[proc.pid] = times.user + times.system
             self.peak = max(self.peak, rss)
             self._stop.wait(self.every)
 
@@ -243,7 +256,8 @@ def run_cli(args: list[str], home: Path, source: Path = ROOT, **extra: str) -> d
         proc = subprocess.Popen([sys.executable, "-m", "pipeline", *args], stdout=out,
                                 stderr=subprocess.PIPE, text=True, env=env, cwd=source)  # -m: cwd comes first
         up = shared_server.read_state(Path(extra["PREFECT_HOME"])) if "PREFECT_HOME" in extra else None
-        rss = TreeRSS(proc.pid, also=[up["pid"]] if up else [])  # a shared server it uses counts as its own
+        # a shared server it uses, and a warm process that runs it (its forks), count as its own
+        rss = TreeRSS(proc.pid, also=([up["pid"]] if up else []) + warm.pids(home))
         stages: dict[str, float] = {}
         marks: dict[str, float] = {}
         assert proc.stderr is not None
@@ -261,8 +275,8 @@ def run_cli(args: list[str], home: Path, source: Path = ROOT, **extra: str) -> d
         stdout = out.read()
     wall = time.monotonic() - started
     cpu_after = resource.getrusage(resource.RUSAGE_CHILDREN)  # the run and what it waited for (not a shared server)
-    cpu = cpu_after.ru_utime + cpu_after.ru_stime - cpu_before.ru_utime - cpu_before.ru_stime
     peak = rss.stop()
+    cpu = cpu_after.ru_utime + cpu_after.ru_stime - cpu_before.ru_utime - cpu_before.ru_stime + sum(rss.forks_cpu.values())
     last = stdout.strip().splitlines()[-1] if stdout.strip() else "{}"
     try:
         summary = json.loads(last)
@@ -297,7 +311,11 @@ def startup(work: Path, baseline_ref: str, servers: list[Path], sessions: int) -
                                                               PREFECT_HOME=str(work / "prefect-old"))
         results[f"{n}, {baseline_ref} (before)"] = run_cli(full("old"), work / "home-old", source=old,
                                                               PREFECT_HOME=str(work / "prefect-old"))
+    # cold: the run starts the shared server, and leaves the warm process (execution.warm) for the next run;
+    # "new process": the server up, but the run imports Prefect itself (SKILLMILL_WARM=0), as before the warm process
     results["no-op, cold"] = run_cli(noop, work / "home-noop", PREFECT_HOME=str(warm))
+    results["no-op, warm server, new process"] = run_cli(noop, work / "home-noop", PREFECT_HOME=str(warm),
+                                                         SKILLMILL_WARM="0")
     results["no-op, warm"] = run_cli(noop, work / "home-noop", PREFECT_HOME=str(warm))
     # [run] server_idle_minutes = 0: a temporary server per run, on a database migrated by the run before
     # (its own Prefect home: two servers must not serve one database)
@@ -305,23 +323,28 @@ def startup(work: Path, baseline_ref: str, servers: list[Path], sessions: int) -
         results["no-op, per-run server"] = run_cli(noop, work / "home-per-run", PREFECT_HOME=str(per_run),
                                                    SKILLMILL_SERVER_IDLE_MINUTES="0")
     results[f"{n}, cold"] = run_cli(full("cold"), work / "home-cold", PREFECT_HOME=str(cold))
+    results[f"{n}, warm server, new process"] = run_cli(full("new-process"), work / "home-new-process",
+                                                        PREFECT_HOME=str(warm), SKILLMILL_WARM="0")
+    run_cli(noop, work / "home-warm", PREFECT_HOME=str(warm))  # leaves a warm process for this home; reads nothing
     results[f"{n}, warm"] = run_cli(full("warm"), work / "home-warm", PREFECT_HOME=str(warm))
     results[f"{n}, warm, nothing new"] = run_cli(full("warm"), work / "home-warm", PREFECT_HOME=str(warm))
 
     nan = float("nan")
-    print(f"\n{'start-up':<30} {'wall s':>7} {'flow s':>7} {'server s':>8} {'overhead':>8} {'cpu s':>6} "
-          f"{'1st line':>8}  server")
+    print(f"\n{'start-up':<34} {'wall s':>7} {'flow s':>7} {'server s':>8} {'overhead':>8} {'cpu s':>6} "
+          f"{'1st line':>8}  server   process")
     for name, r in results.items():
         summary = r["summary"]
         flow = summary.get("duration_s", nan)
         server = summary.get("server_s")
-        print(f"{name:<30} {r['wall']:7.1f} {flow:7.1f} {server if server is not None else nan:8.1f} "
+        print(f"{name:<34} {r['wall']:7.1f} {flow:7.1f} {server if server is not None else nan:8.1f} "
               f"{r['wall'] - flow:8.1f} {r['cpu']:6.1f} {r['first'] if r['first'] is not None else nan:8.2f}  "
-              f"{summary.get('server') or '-'}" + ("" if r["code"] in (0, 1) else f"  (exit {r['code']})"))
+              f"{summary.get('server') or '-':<8} {summary.get('process') or '-'}"
+              + ("" if r["code"] in (0, 1) else f"  (exit {r['code']})"))
         if not summary:
             print("    no summary; its last lines on stderr:\n" + "\n".join(f"    | {x}" for x in r["stderr"]))
     print("(overhead: wall - flow; cpu s: CPU time of the run's process and what it waited for, not of a shared\n"
-          " server -- on a loaded machine the wall time of the same work grows, its CPU time much less)")
+          " server -- on a loaded machine the wall time of the same work grows, its CPU time much less; with the\n"
+          " warm process: the client's and the fork's that ran the command, sampled every 50 ms)")
     for name in ("no-op, warm", f"{n}, warm", f"{n}, warm, nothing new"):
         r = results[name]
         over = r["wall"] - r["summary"].get("duration_s", nan)
@@ -389,6 +412,8 @@ def main() -> None:
     finally:
         for folder in servers:
             shared_server.stop_shared(folder)
+        for pid in warm.pids(under=work):  # the warm processes its runs left
+            shared_server.stop(pid)
         if args.keep:
             print(f"kept {work}")
         else:

@@ -26,6 +26,7 @@ from pipeline import config, progress, settings, stages
 from pipeline.distill import Distilled
 from pipeline.distill.llm import tables as llm_tables  # noqa: F401  (a run's database holds every stage's tables)
 from pipeline.execution import recovery, runners, server
+from pipeline.execution.clock import adopted
 from pipeline.execution.lock import describe, run_lock
 from pipeline.execution.runners import Failed, Parcel
 from pipeline.index.state import StateDB
@@ -125,6 +126,7 @@ def nightly(paths: list[str], library: str | None = None, defer_minutes: float |
         summary.duration_s = round(time.monotonic() - clock, 2)
         if (startup := server.current()) is not None:  # run by `skillmill run`: what came before the flow
             summary.server, summary.server_s, summary.wall_s = startup.how, startup.seconds, startup.wall()
+            summary.process = "warm" if adopted() else "new"
         runs_tables.record_run(state, summary.run_id, started, summary.exit_code, summary.contract())
         publish_report(state, summary.run_id)  # the report: a Prefect artifact, and the snapshot `skillmill runs` reads
 

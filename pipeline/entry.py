@@ -24,9 +24,27 @@ def main() -> None:
     args = sys.argv[1:]
     if args and args[0] in FAST:
         _fast(args[0], args[1:])
+    if args and args[0] == "run":  # a warm process with Prefect imported takes it, if one is up
+        from pipeline.execution import warm
+
+        if (status := warm.hand_over(args, _prog())) is not None:
+            warm.exit_as(status)
     from pipeline.cli import main as group
 
     group()
+
+
+def _prog() -> str:
+    """The program's name as click shows it in usage lines (``skillmill``, ``python -m pipeline``)."""
+    import os
+
+    main = sys.modules.get("__main__")
+    package = getattr(main, "__package__", None)
+    if not package:
+        return os.path.basename(sys.argv[0])
+    name = os.path.splitext(os.path.basename(sys.argv[0]))[0]
+    module = package if name == "__main__" else f"{package}.{name}"
+    return f"python -m {module.lstrip('.')}"
 
 
 def _fail(error: SkillmillError) -> None:

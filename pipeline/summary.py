@@ -154,6 +154,9 @@ class RunSummary(BaseModel):
                                                  "temporary; None outside `skillmill run`.")
     server_s: float | None = Field(None, description="Seconds spent starting the Prefect server, or checking it "
                                                      "answers, before the flow began.")
+    process: str | None = Field(None, description="Where `skillmill run` ran the flow: \"new\" (a process started "
+                                                  "for it, importing Prefect) or \"warm\" (a fork of the warm "
+                                                  "process a previous run left); None outside `skillmill run`.")
     wall_s: float | None = Field(None, description="Seconds from the command's start to the run's record: start-up, "
                                                    "the server and the flow.")
     llm: LLMUsage = Field(default_factory=LLMUsage)

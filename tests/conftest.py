@@ -73,19 +73,21 @@ def isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 @pytest.fixture(scope="session", autouse=True)
 def no_shared_server_outlives_the_session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
-    """Every shared local Prefect server a test's run started (under this session's temporary folders) is
+    """Every shared local Prefect server (and warm process, ``execution.warm``) a test's run started (under this session's temporary folders) is
     stopped when the session ends, by its pid -- also one still starting, with no state file yet, or one
     whose test failed before its own ``stop_shared``. Nothing else is touched."""
     yield
     import psutil
 
-    from pipeline.execution import shared_server
+    from pipeline.execution import shared_server, warm
 
     base = str(tmp_path_factory.getbasetemp())
     for proc in psutil.process_iter(["pid", "cmdline"]):
         cmdline = proc.info["cmdline"] or []
         if shared_server.MODULE in cmdline and any(arg.startswith(base) for arg in cmdline):
             shared_server.stop(proc.pid)
+    for pid in warm.pids(under=Path(base)):  # and the warm processes runs left (execution.warm)
+        shared_server.stop(pid)
 
 
 @pytest.fixture(scope="session")

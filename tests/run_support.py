@@ -118,6 +118,13 @@ def processes_of(home: Path) -> list[psutil.Process]:
     return found
 
 
+def warm_processes(home: Path) -> list[psutil.Process]:
+    """The warm process a run left for this SKILLMILL_HOME (``pipeline.execution.warm``)."""
+    from pipeline.execution import warm
+
+    return [psutil.Process(pid) for pid in warm.pids(home) if psutil.pid_exists(pid)]
+
+
 def wait_gone(home: Path, timeout: float = 15.0) -> list[psutil.Process]:
     deadline = time.monotonic() + timeout
     while (left := processes_of(home)) and time.monotonic() < deadline:

@@ -62,14 +62,13 @@ def command(paths: tuple[str, ...], library: str | None, as_json: bool, verbose:
     message, or wait for it with --wait SECONDS. A run killed at any moment (even kill -9)
     leaves nothing half-written; the next run cleans up and completes the work.
     """
-    from pipeline.execution import server
+    from pipeline.execution import clock, server, warm
 
-    started = server.process_started()
+    started = clock.process_started()
     say = _say(progress_mode)
     cfg = _preflight(paths, library, task_runner, dask_address, concurrency)
     if not verbose:
-        os.environ.setdefault("PREFECT_LOGGING_LEVEL", "CRITICAL")
-        os.environ.setdefault("PREFECT_SERVER_LOGGING_LEVEL", "CRITICAL")
+        quiet_prefect()
     from pipeline.execution import lock
 
     def waiting(holder: dict | None) -> None:
@@ -78,12 +77,14 @@ def command(paths: tuple[str, ...], library: str | None, as_json: bool, verbose:
     # The lock before any server: a second run exits 75 at once, and --wait waits before a server starts.
     with lock.run_lock(wait=wait, on_wait=waiting, for_process=True), \
             server.for_run(cfg.run.server_idle_minutes, say=say, meanwhile=_import_flow,
-                           command_started=started):
+                           command_started=started) as startup:
         from flows.nightly import nightly
 
         with progress_bar(progress_mode):
             result = nightly(paths=list(paths), library=cfg.library, defer_minutes=defer_minutes,
                              task_runner=task_runner, dask_address=dask_address, concurrency=concurrency, wait=wait)
+    if startup.how in ("reused", "started"):  # beside the shared local server, for the next run (execution.warm)
+        warm.start(cfg.run.server_idle_minutes)
     _print(result, verbose)
     if not paths and not (result["files"]["seen"] or result["files"]["unchanged"] or result["deferred"]):
         click.echo("No trajectory files in the default locations; `skillmill sources` shows where skillmill "
@@ -114,6 +115,12 @@ def _preflight(paths: tuple[str, ...], library: str | None, task_runner: str | N
              elsewhere="set PREFECT_HOME to a folder you can write")
     settings.ensure_prefect_home()
     return cfg
+
+
+def quiet_prefect() -> None:
+    """Prefect's own log lines off (``--verbose`` shows them): set before Prefect is imported."""
+    os.environ.setdefault("PREFECT_LOGGING_LEVEL", "CRITICAL")
+    os.environ.setdefault("PREFECT_SERVER_LOGGING_LEVEL", "CRITICAL")
 
 
 def _import_flow() -> None:
@@ -202,6 +209,8 @@ def took_line(result: dict) -> str | None:
              "temporary": f"+ {server_s:.1f} s starting a temporary Prefect server",
              "reused": "the local Prefect server was up", "configured": "Prefect server from PREFECT_API_URL"}
     notes = [parts[how]] if (how := result.get("server")) in parts else []
+    if result.get("process") == "warm":
+        notes.append("run by the warm process")
     if wall is not None:
         notes.append(f"{wall:.1f} s in all")
     return f"Took {work:.1f} s" + (f" ({'; '.join(notes)})" if notes else "")

@@ -69,18 +69,6 @@ def current() -> Startup | None:
     return _current
 
 
-def process_started() -> float:
-    """``time.monotonic()`` at this process's start (from ``/proc`` on Linux; elsewhere: now)."""
-    now = time.monotonic()
-    try:
-        with open("/proc/self/stat", "rb") as stat:
-            ticks = int(stat.read().rsplit(b")", 1)[1].split()[19])  # field 22, starttime, in clock ticks since boot
-        age = time.clock_gettime(time.CLOCK_BOOTTIME) - ticks / os.sysconf("SC_CLK_TCK")
-    except (OSError, ValueError, IndexError, AttributeError):
-        return now
-    return now - age if 0 <= age < 3600 else now
-
-
 class TemporaryServer:
     def __init__(self, process: subprocess.Popen, port: int) -> None:
         self.process = process

@@ -1,0 +1,280 @@
+"""The warm process of `skillmill run` (``pipeline.execution.warm``): a run after a cold one is forked from
+a process with Prefect imported, and must be indistinguishable from a cold run but for its time.
+
+Real `skillmill run` processes as a user starts them (``tests.test_startup.user_env``), all on one
+shared local Prefect server (one ``PREFECT_HOME`` for the module), each test with its own
+``SKILLMILL_HOME`` -- so its own warm process. Every warm process a test leaves is stopped by pid.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import psutil
+import pytest
+
+from pipeline.execution import shared_server, warm
+from pipeline.execution.lock import run_lock
+from tests.conftest import ROOT, SAMPLES
+from tests.run_support import Run, warm_processes
+from tests.test_startup import summary_of, user_env
+
+pytestmark = pytest.mark.slow
+VOLATILE = {"run_id", "duration_s", "server", "server_s", "wall_s", "process", "library"}
+
+
+@pytest.fixture(scope="module")
+def prefect_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    folder = tmp_path_factory.mktemp("warm-prefect")
+    yield folder
+    shared_server.stop_shared(folder)
+
+
+@pytest.fixture
+def homes(tmp_path: Path) -> Iterator[list[Path]]:
+    """SKILLMILL_HOMEs whose warm process the test may leave: stopped (by pid) at the end."""
+    found: list[Path] = []
+    yield found
+    for home in found:
+        for proc in warm_processes(home):
+            shared_server.stop(proc.pid)
+
+
+def env_for(tmp: Path, name: str, prefect_home: Path, homes: list[Path], **extra: str) -> dict[str, str]:
+    (tmp / name).mkdir(exist_ok=True)
+    env = {**user_env(tmp / name, PREFECT_HOME=str(prefect_home), SKILLMILL_SERVER_IDLE_MINUTES="5"), **extra}
+    homes.append(Path(env["SKILLMILL_HOME"]))
+    return env
+
+
+def skillmill(args: list[str], env: dict[str, str], cwd: Path = ROOT) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "pipeline", *args], capture_output=True, text=True, env=env,
+                          cwd=cwd, timeout=600, stdin=subprocess.DEVNULL)
+
+
+def primed(env: dict[str, str], cwd: Path = ROOT) -> psutil.Process:
+    """A no-op run (an empty folder: nothing read), which leaves the warm process for this setup."""
+    empty = Path(env["HOME"]) / "empty"
+    empty.mkdir(exist_ok=True)
+    done = skillmill(["run", str(empty), "--json"], env, cwd)
+    assert done.returncode == 0, done.stderr
+    assert summary_of(done.stdout)["process"] == "new"
+    deadline = time.monotonic() + 30
+    while not (found := warm_processes(Path(env["SKILLMILL_HOME"]))) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert len(found) == 1, "the cold run left no warm process"
+    return found[0]
+
+
+def without(summary: dict, keys: set[str]) -> dict:
+    return {k: v for k, v in summary.items() if k not in keys}
+
+
+def report_lines(stdout: str, library: Path) -> list[str]:
+    """The printed report, but for its time and where the library is."""
+    return [line.replace(str(library), "LIBRARY") for line in stdout.splitlines()[:-1] if not line.startswith("Took ")]
+
+
+def test_a_run_after_a_cold_one_is_run_by_the_warm_process_with_the_same_result(
+        tmp_path: Path, prefect_home: Path, homes: list[Path]) -> None:
+    cold_env = env_for(tmp_path, "cold", prefect_home, homes, SKILLMILL_WARM="0")
+    cold = skillmill(["run", str(SAMPLES), "--library", str(tmp_path / "lib-cold"), "--json"], cold_env)
+    assert cold.returncode == 0, cold.stderr
+    assert summary_of(cold.stdout)["process"] == "new" and warm_processes(Path(cold_env["SKILLMILL_HOME"])) == []
+
+    warm_env = env_for(tmp_path, "warm", prefect_home, homes)
+    keeper = primed(warm_env)
+    done = skillmill(["run", str(SAMPLES), "--library", str(tmp_path / "lib-warm"), "--json"], warm_env)
+    assert done.returncode == 0, done.stderr
+    summary, expected = summary_of(done.stdout), summary_of(cold.stdout)
+    assert summary["process"] == "warm" and summary["server"] == "reused"
+    assert summary["wall_s"] >= summary["duration_s"]
+    assert without(summary, VOLATILE) == without(expected, VOLATILE)
+    assert report_lines(done.stdout, tmp_path / "lib-warm") == report_lines(cold.stdout, tmp_path / "lib-cold")
+    assert re.search(r"^Took [\d.]+ s \(the local Prefect server was up; run by the warm process; [\d.]+ s in all\)$",
+                     done.stdout, re.M), done.stdout
+    assert done.stderr.startswith("skillmill: using the local Prefect server at ")
+
+    def files(library: Path) -> dict[str, str]:
+        return {str(p.relative_to(library)): p.read_text() for p in sorted(library.rglob("*")) if p.is_file()}
+
+    assert files(tmp_path / "lib-warm") and files(tmp_path / "lib-warm").keys() == files(tmp_path / "lib-cold").keys()
+    assert warm_processes(Path(warm_env["SKILLMILL_HOME"])) == [keeper]  # one, and it stays for the next run
+    assert _children_gone(keeper)  # the run's forks are gone (reaped)
+
+
+def test_usage_errors_and_a_held_lock_answer_as_a_cold_run_does(tmp_path: Path, prefect_home: Path,
+                                                               homes: list[Path]) -> None:
+    env = env_for(tmp_path, "user", prefect_home, homes)
+    primed(env)
+    cold_env = {**env, "SKILLMILL_WARM": "0"}
+    missing = ["run", str(tmp_path / "nowhere"), "--json"]
+    warm_done, cold_done = skillmill(missing, env), skillmill(missing, cold_env)
+    assert warm_done.returncode == cold_done.returncode == 2
+    assert warm_done.stderr == cold_done.stderr and "nowhere" in warm_done.stderr
+
+    with run_lock(Path(env["SKILLMILL_HOME"])):
+        held = skillmill(["run", str(SAMPLES)], env)
+    assert held.returncode == 75, held.stderr
+    assert "another skillmill run" in held.stderr.lower() or "in progress" in held.stderr, held.stderr
+
+    usage = skillmill(["run", "--no-such-flag"], env)
+    assert usage.returncode == 2 and usage.stderr.startswith("Usage: python -m pipeline run "), usage.stderr
+
+
+def test_ctrl_c_and_kill_9_reach_the_run_in_the_warm_process(tmp_path: Path, prefect_home: Path, homes: list[Path],
+                                                             corpus: Path) -> None:
+    env = env_for(tmp_path, "user", prefect_home, homes)
+    home = Path(env["SKILLMILL_HOME"])
+    keeper = primed(env)
+
+    interrupted = Run([str(corpus), "--library", str(tmp_path / "skills")], env, tmp_path / "int.out")
+    assert interrupted.until(r"distill: started", kill=False) is None
+    interrupted.process.send_signal(signal.SIGINT)
+    outcome = interrupted.until(None)
+    assert outcome.code == 1 and "Aborted!" in outcome.stderr, outcome.stderr[-5:]  # as a cold run's Ctrl-C
+    assert _children_gone(keeper)
+
+    killed = Run([str(corpus), "--library", str(tmp_path / "skills")], env, tmp_path / "kill.out") \
+        .until(r"distill: started")
+    assert killed.code == -9
+    assert _children_gone(keeper)  # the runner went with its client
+
+    done = Run([str(corpus), "--library", str(tmp_path / "skills")], env, tmp_path / "done.out").until(None)
+    assert done.code in (0, 1), done.stderr[-5:]  # the lock is free, and the run completes the work
+    assert done.summary["process"] == "warm" and done.summary["trajectories"]["seen"] > 100
+    assert warm_processes(home) == [keeper]
+
+
+def _children_gone(keeper: psutil.Process, timeout: float = 20) -> bool:
+    deadline = time.monotonic() + timeout
+    while keeper.children(recursive=True) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return keeper.children(recursive=True) == []
+
+
+def test_changed_code_is_never_run_warm(tmp_path: Path, prefect_home: Path, homes: list[Path]) -> None:
+    """A warm process whose code changed (an upgrade, a `git pull`) refuses the run, which goes on cold, and exits."""
+    code = tmp_path / "code"
+    for package in ("pipeline", "flows"):
+        shutil.copytree(ROOT / package, code / package, ignore=shutil.ignore_patterns("__pycache__"))
+    env = env_for(tmp_path, "user", prefect_home, homes, PYTHONPATH=str(code))
+    old = primed(env, cwd=code)
+    empty = Path(env["HOME"]) / "empty"
+    assert summary_of(skillmill(["run", str(empty), "--json"], env, cwd=code).stdout)["process"] == "warm"
+    summary_py = code / "pipeline" / "summary.py"
+    os.utime(summary_py, ns=(summary_py.stat().st_atime_ns, summary_py.stat().st_mtime_ns + 10**9))
+
+    done = skillmill(["run", str(empty), "--json"], env, cwd=code)
+    assert done.returncode == 0, done.stderr
+    assert summary_of(done.stdout)["process"] == "new"
+    old.wait(timeout=30)  # it exits
+    deadline = time.monotonic() + 30
+    while not (new := warm_processes(Path(env["SKILLMILL_HOME"]))) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert [p.pid for p in new] != [old.pid] and len(new) == 1  # the cold run left a fresh one
+    again = skillmill(["run", str(empty), "--json"], env, cwd=code)
+    assert summary_of(again.stdout)["process"] == "warm"
+
+
+def test_verbose_another_environment_or_a_prefect_config_here_run_cold(tmp_path: Path, prefect_home: Path,
+                                                                     homes: list[Path]) -> None:
+    env = env_for(tmp_path, "user", prefect_home, homes)
+    primed(env)
+    empty = Path(env["HOME"]) / "empty"
+    verbose = skillmill(["run", str(empty), "--json", "-v"], env)
+    assert summary_of(verbose.stdout)["process"] == "new"  # Prefect's logging level is set when it is imported
+    other = skillmill(["run", str(empty), "--json"], {**env, "PREFECT_LOGGING_LEVEL": "DEBUG"})
+    assert summary_of(other.stdout)["process"] == "new"
+    here = tmp_path / "project"
+    here.mkdir()
+    (here / "pyproject.toml").write_text('[tool.prefect]\nlogging.level = "DEBUG"\n')
+    configured = skillmill(["run", str(empty), "--json"], env, cwd=here)
+    assert configured.returncode == 0, configured.stderr
+    assert summary_of(configured.stdout)["process"] == "new"  # Prefect read that file as it was imported
+    assert warm.why_not(["run"], env, here) == "the working folder configures Prefect"
+    assert warm.why_not(["run"], env, tmp_path) is None
+    (tmp_path / ".env").write_text("PREFECT_API_URL=http://example.invalid\n")
+    assert warm.why_not(["run"], env, tmp_path) == "the working folder configures Prefect"
+    assert warm.why_not(["run", "x"], {**env, "SKILLMILL_WARM": "0"}, here.parent / "user") == "SKILLMILL_WARM=0"
+    same = skillmill(["run", str(empty), "--json"], env)
+    assert summary_of(same.stdout)["process"] == "warm"
+
+
+def test_it_stops_when_idle_or_when_its_home_is_deleted(tmp_path: Path, prefect_home: Path,
+                                                       homes: list[Path]) -> None:
+    idle = env_for(tmp_path, "idle", prefect_home, homes, SKILLMILL_SERVER_IDLE_MINUTES="0.1")
+    keeper = primed(idle)
+    started = time.monotonic()
+    keeper.wait(timeout=60)
+    assert time.monotonic() - started >= 6 - 2 * warm.POLL_S - 1  # idle 6 s, polled
+
+    deleted = env_for(tmp_path, "deleted", prefect_home, homes)
+    keeper = primed(deleted)
+    shutil.rmtree(deleted["SKILLMILL_HOME"])
+    keeper.wait(timeout=30)
+
+
+def test_another_users_connection_is_refused(tmp_path: Path, prefect_home: Path, homes: list[Path]) -> None:
+    if os.geteuid() != 0:
+        pytest.skip("needs root to connect as another user")
+    env = env_for(tmp_path, "user", prefect_home, homes)
+    keeper = primed(env)
+    name = warm.address(warm.key(env, ROOT))  # with our uid in it: the name another user would have to guess
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # as nobody: connect and send a well-formed request
+        try:
+            os.setgid(65534)
+            os.setuid(65534)
+            with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+                sock.settimeout(20)
+                sock.connect(name)
+                request = json.dumps({"key": warm.key(env, ROOT), "argv": ["skillmill", "run"], "prog": "skillmill",
+                                      "env": env, "cwd": "/", "started": 0.0}).encode()
+                socket.send_fds(sock, [struct.pack(">I", len(request))], [0, 1, 2])
+                sock.sendall(request)
+                os.write(write, b"answered" if _answer(sock) else b"refused")
+        except BaseException as exc:  # noqa: BLE001 -- said to the test
+            os.write(write, repr(exc).encode())
+        finally:
+            os._exit(0)
+    os.close(write)
+    os.waitpid(pid, 0)
+    assert os.read(read, 100) == b"refused"
+    os.close(read)
+    assert keeper.children() == [] and keeper.is_running()
+
+
+def test_the_wire_refuses_a_request_that_is_not_one(tmp_path: Path, prefect_home: Path, homes: list[Path]) -> None:
+    env = env_for(tmp_path, "user", prefect_home, homes)
+    keeper = primed(env)
+    for payload in (b"\x00\x00\x00\x05[1,2]", b"\xff\xff\xff\xffxx", b"\x00\x00\x00\x02{}"):
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+            sock.settimeout(20)
+            sock.connect(warm.address(warm.key(env, ROOT)))
+            socket.send_fds(sock, [payload[:4]], [0, 1, 2])
+            sock.sendall(payload[4:])
+            assert not _answer(sock)
+    assert keeper.children() == [] and keeper.is_running()
+    empty = Path(env["HOME"]) / "empty"
+    assert summary_of(skillmill(["run", str(empty), "--json"], env).stdout)["process"] == "warm"
+
+
+def _answer(sock: socket.socket) -> bytes:
+    """What the warm process said before closing the connection (nothing: it refused)."""
+    try:
+        return sock.recv(100)
+    except ConnectionResetError:  # closed with our request unread
+        return b""
