@@ -316,6 +316,7 @@ def startup(work: Path, baseline_ref: str, servers: list[Path], sessions: int) -
     results["no-op, cold"] = run_cli(noop, work / "home-noop", PREFECT_HOME=str(warm))
     results["no-op, warm server, new process"] = run_cli(noop, work / "home-noop", PREFECT_HOME=str(warm),
                                                          SKILLMILL_WARM="0")
+    run_cli(noop, work / "home-noop", PREFECT_HOME=str(warm))  # waits for the warm process to finish importing
     results["no-op, warm"] = run_cli(noop, work / "home-noop", PREFECT_HOME=str(warm))
     # [run] server_idle_minutes = 0: a temporary server per run, on a database migrated by the run before
     # (its own Prefect home: two servers must not serve one database)
@@ -325,7 +326,9 @@ def startup(work: Path, baseline_ref: str, servers: list[Path], sessions: int) -
     results[f"{n}, cold"] = run_cli(full("cold"), work / "home-cold", PREFECT_HOME=str(cold))
     results[f"{n}, warm server, new process"] = run_cli(full("new-process"), work / "home-new-process",
                                                         PREFECT_HOME=str(warm), SKILLMILL_WARM="0")
-    run_cli(noop, work / "home-warm", PREFECT_HOME=str(warm))  # leaves a warm process for this home; reads nothing
+    # a warm process for this home, ready: the first no-op leaves it (importing for ~3 s), the second waits for it
+    for _ in range(2):
+        run_cli(noop, work / "home-warm", PREFECT_HOME=str(warm))  # reads nothing
     results[f"{n}, warm"] = run_cli(full("warm"), work / "home-warm", PREFECT_HOME=str(warm))
     results[f"{n}, warm, nothing new"] = run_cli(full("warm"), work / "home-warm", PREFECT_HOME=str(warm))
 
