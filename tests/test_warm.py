@@ -28,7 +28,7 @@ from pipeline.execution import shared_server, warm
 from pipeline.execution.lock import run_lock
 from tests.conftest import ROOT, SAMPLES
 from tests.run_support import Run, warm_processes
-from tests.test_startup import summary_of, user_env
+from tests.test_startup import on_a_terminal, summary_of, user_env
 
 pytestmark = pytest.mark.slow
 VOLATILE = {"run_id", "duration_s", "server", "server_s", "wall_s", "process", "library"}
@@ -112,6 +112,19 @@ def test_a_run_after_a_cold_one_is_run_by_the_warm_process_with_the_same_result(
     assert files(tmp_path / "lib-warm") and files(tmp_path / "lib-warm").keys() == files(tmp_path / "lib-cold").keys()
     assert warm_processes(Path(warm_env["SKILLMILL_HOME"])) == [keeper]  # one, and it stays for the next run
     assert _children_gone(keeper)  # the run's forks are gone (reaped)
+
+
+def test_on_a_terminal_the_warm_run_draws_its_progress_there(tmp_path: Path, prefect_home: Path,
+                                                              homes: list[Path]) -> None:
+    """The runner writes to the client's own terminal (its fds, passed over the socket): a terminal it is."""
+    env = env_for(tmp_path, "user", prefect_home, homes)
+    primed(env)
+    code, output = on_a_terminal(["run", str(SAMPLES), "--library", str(tmp_path / "skills")], env)
+    assert code == 0, output
+    assert "run by the warm process" in output
+    assert "\x1b[?25l" in output and "\x1b[2K" in output  # a live progress bar (cursor hidden, line redrawn) ...
+    assert re.search(r"parse +\S*━", output)  # ... with its stages: only drawn on a terminal
+    assert [str(p.relative_to(tmp_path)) for p in tmp_path.rglob(".sdk_telemetry")] == []
 
 
 def test_usage_errors_and_a_held_lock_answer_as_a_cold_run_does(tmp_path: Path, prefect_home: Path,

@@ -116,7 +116,10 @@ def why_not(args: list[str], env: dict[str, str] | None = None, cwd: Path | None
     if any(a in ("-v", "--verbose", "-h", "--help") or (a.startswith("-v") and not a.startswith("--"))
            for a in args):
         return "--verbose or --help"
-    here = Path.cwd() if cwd is None else cwd
+    try:
+        here = Path.cwd() if cwd is None else cwd
+    except OSError:  # the working folder was deleted: the command reports it, as a cold run does
+        return "no working folder"
     if any((here / name).exists() for name in PREFECT_FILES) or _pyproject_configures_prefect(here):
         return "the working folder configures Prefect"
     return None
@@ -145,9 +148,9 @@ def hand_over(args: list[str], prog: str) -> int | None:
         started_env = env
         return None
     with sock:
-        request = {"key": digest, "argv": [prog, *args], "prog": prog, "env": env, "cwd": os.getcwd(),
-                   "started": clock.process_started()}
         try:
+            request = {"key": digest, "argv": [prog, *args], "prog": prog, "env": env, "cwd": os.getcwd(),
+                       "started": clock.process_started()}
             sock.settimeout(REPLY_TIMEOUT_S)
             _send(sock, request, fds=[0, 1, 2])
             reply = _receive(sock)
