@@ -273,14 +273,19 @@ def test_another_users_connection_is_refused(tmp_path: Path, prefect_home: Path,
 def test_the_wire_refuses_a_request_that_is_not_one(tmp_path: Path, prefect_home: Path, homes: list[Path]) -> None:
     env = env_for(tmp_path, "user", prefect_home, homes)
     keeper = primed(env)
-    for payload in (b"\x00\x00\x00\x05[1,2]", b"\xff\xff\xff\xffxx", b"\x00\x00\x00\x02{}"):
+    assert summary_of(skillmill(["run", str(Path(env["HOME"]) / "empty"), "--json"], env).stdout)["process"] == "warm"
+    open_files = keeper.num_fds()
+    wrong_key = json.dumps({"key": "0" * 32, "argv": ["skillmill", "run"], "env": {}, "cwd": "/"}).encode()
+    for payload in (b"\x00\x00\x00\x05[1,2]", b"\xff\xff\xff\xffxx", b"\x00\x00\x00\x02{}",
+                    struct.pack(">I", len(wrong_key)) + wrong_key, b"\x00\x00\x00\x09[[[[[[[[[" + b"x" * 3):
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
             sock.settimeout(20)
             sock.connect(warm.address(warm.key(env, ROOT)))
             socket.send_fds(sock, [payload[:4]], [0, 1, 2])
             sock.sendall(payload[4:])
             assert not _answer(sock)
-    assert keeper.children() == [] and keeper.is_running()
+    assert _children_gone(keeper) and keeper.is_running()  # nothing forked (the warm run's fork reaped)
+    assert keeper.num_fds() == open_files  # the descriptors each request carried were closed
     empty = Path(env["HOME"]) / "empty"
     assert summary_of(skillmill(["run", str(empty), "--json"], env).stdout)["process"] == "warm"
 

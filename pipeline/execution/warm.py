@@ -295,23 +295,23 @@ class Listener:
             if _peer_uid(conn) != os.getuid():
                 return None
             message, fds = _receive_with_fds(conn)
-        except (OSError, ValueError, struct.error):
+        except (OSError, ValueError, struct.error, RecursionError):
             return None
+        pid = -1
         try:
-            if message.get("key") != self.digest or len(fds) != 3:
-                return None
-            if code_fingerprint() != fingerprint:
-                _send(conn, {"refused": "its code changed since the warm process started"})
-                return None
-            pid = os.fork()
-        except (OSError, AttributeError):
-            _close_all(fds)
-            return None
+            if isinstance(message, dict) and message.get("key") == self.digest and len(fds) == 3:
+                if code_fingerprint() == fingerprint:
+                    pid = os.fork()
+                else:
+                    _send(conn, {"refused": "its code changed since the warm process started"})
+        except OSError:
+            pass
         if pid == 0:
             self.sock.close()
             return _supervise(conn, fds, message, added_env)
-        _close_all(fds)
-        supervisors.add(pid)
+        _close_all(fds)  # the client's: the supervisor and the runner hold their own copies
+        if pid > 0:
+            supervisors.add(pid)
         return None
 
 
@@ -463,17 +463,21 @@ def _receive(sock: socket.socket) -> dict | None:
 
 
 def _receive_with_fds(sock: socket.socket) -> tuple[dict, list[int]]:
+    """A request and the descriptors sent with it (closed here when the request is not one)."""
     head, fds, _, _ = socket.recv_fds(sock, 4, 3)
-    if len(head) < 4:
-        rest = _exactly(sock, 4 - len(head))
-        head += rest or b""
-    size = struct.unpack(">I", head)[0]
-    if size > _MAX_REQUEST:
-        raise ValueError("request too large")
-    body = _exactly(sock, size)
-    if body is None:
-        raise ValueError("request cut short")
-    return json.loads(body), list(fds)
+    try:
+        if len(head) < 4:
+            head += _exactly(sock, 4 - len(head)) or b""
+        size = struct.unpack(">I", head)[0]
+        if size > _MAX_REQUEST:
+            raise ValueError("request too large")
+        body = _exactly(sock, size)
+        if body is None:
+            raise ValueError("request cut short")
+        return json.loads(body), list(fds)
+    except BaseException:
+        _close_all(fds)
+        raise
 
 
 def _exactly(sock: socket.socket, n: int) -> bytes | None:
