@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 
 ENV_HOME = "SKILLMILL_HOME"
@@ -22,10 +23,13 @@ OFFLINE_ENV = {
 }
 
 
-def home() -> Path:
-    """The state directory: ``$SKILLMILL_HOME``, else ``~/.skillmill``."""
-    value = os.environ.get(ENV_HOME)
-    return Path(value).expanduser() if value else Path.home() / ".skillmill"
+def home(env: Mapping[str, str] | None = None) -> Path:
+    """The state directory: ``$SKILLMILL_HOME``, else ``~/.skillmill`` (of ``env``, default this process's)."""
+    env = os.environ if env is None else env
+    value = env.get(ENV_HOME)
+    if value:
+        return Path(value).expanduser()
+    return (Path(env["HOME"]) if env.get("HOME") else Path.home()) / ".skillmill"
 
 
 def library_dir() -> Path:
@@ -44,10 +48,11 @@ def recall_index_path() -> Path:
     return home() / "recall.duckdb"
 
 
-def prefect_home() -> Path:
+def prefect_home(env: Mapping[str, str] | None = None) -> Path:
     """Prefect's own folder (its database, result storage, profiles): ``$PREFECT_HOME``, else ``<home>/prefect``."""
-    value = os.environ.get("PREFECT_HOME")
-    return Path(value).expanduser() if value else home() / "prefect"
+    env = os.environ if env is None else env
+    value = env.get("PREFECT_HOME")
+    return Path(value).expanduser() if value else home(env) / "prefect"
 
 
 def apply_offline_env() -> None:

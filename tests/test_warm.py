@@ -170,6 +170,70 @@ def test_ctrl_c_and_kill_9_reach_the_run_in_the_warm_process(tmp_path: Path, pre
     assert warm_processes(home) == [keeper]
 
 
+def test_the_clients_umask_and_ignored_hangup_hold_in_the_warm_run(tmp_path: Path, prefect_home: Path,
+                                                                   homes: list[Path], corpus: Path) -> None:
+    """`umask 077; nohup skillmill run &`: folders made owner-only, and the hang-up ignored, as a cold run would."""
+    env = env_for(tmp_path, "user", prefect_home, homes)
+    primed(env)
+
+    def as_nohup_with_umask_077() -> None:
+        os.umask(0o077)
+        signal.signal(signal.SIGHUP, signal.SIG_IGN)
+
+    library = tmp_path / "skills"
+    process = subprocess.Popen([sys.executable, "-m", "pipeline", "run", "--progress", "lines", "--json", str(corpus),
+                                "--library", str(library)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               env=env, cwd=ROOT, preexec_fn=as_nohup_with_umask_077)
+    assert process.stderr is not None
+    for line in process.stderr:
+        if "distill: started" in line:
+            process.send_signal(signal.SIGHUP)
+            break
+    stdout, _ = process.communicate(timeout=600)
+    assert process.returncode in (0, 1)
+    assert summary_of(stdout)["process"] == "warm"
+    made = [p for p in library.rglob("*") if p.is_dir()]
+    assert made and {p.stat().st_mode & 0o777 for p in made} == {0o700}
+
+
+def test_a_socket_another_user_made_is_never_handed_anything(tmp_path: Path, prefect_home: Path,
+                                                             homes: list[Path]) -> None:
+    """The name is guessable (``/proc/net/unix`` lists it): the client checks who listens before it sends."""
+    if os.geteuid() != 0:
+        pytest.skip("needs root to listen as another user")
+    env = env_for(tmp_path, "user", prefect_home, homes)
+    name = warm.address(warm.key(env, ROOT))
+    read, write = os.pipe()
+    ready_read, ready_write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # as nobody: take the name, and report what a client sends
+        try:
+            os.setgid(65534)
+            os.setuid(65534)
+            with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+                sock.bind(name)
+                sock.listen(1)
+                sock.settimeout(120)
+                os.write(ready_write, b"!")
+                conn, _ = sock.accept()
+                conn.settimeout(30)
+                got = _answer(conn)
+                os.write(write, b"sent " + repr(got[:20]).encode() if got else b"nothing")
+        except BaseException as exc:  # noqa: BLE001 -- said to the test
+            os.write(write, repr(exc).encode())
+        finally:
+            os._exit(0)
+    os.close(write)
+    os.close(ready_write)
+    assert os.read(ready_read, 1) == b"!"
+    empty = Path(env["HOME"]) / "empty"
+    empty.mkdir()
+    done = skillmill(["run", str(empty), "--json"], env)
+    os.waitpid(pid, 0)
+    assert os.read(read, 200) == b"nothing"
+    assert done.returncode == 0 and summary_of(done.stdout)["process"] == "new"
+
+
 def _children_gone(keeper: psutil.Process, timeout: float = 20) -> bool:
     deadline = time.monotonic() + timeout
     while keeper.children(recursive=True) and time.monotonic() < deadline:

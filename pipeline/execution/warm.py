@@ -82,9 +82,10 @@ def key(env: dict[str, str], root: Path) -> str:
 
 def _profiles(env: dict[str, str]) -> list[str]:
     """Prefect's profile files, as they are now: read when Prefect is imported (``prefect config set`` writes them)."""
-    paths = [env.get("PREFECT_PROFILES_PATH"), str(Path(env.get("HOME", "~")).expanduser() / ".prefect/profiles.toml")]
-    if env.get("PREFECT_HOME"):
-        paths.append(str(Path(env["PREFECT_HOME"]).expanduser() / "profiles.toml"))
+    from pipeline import settings
+
+    paths = [env.get("PREFECT_PROFILES_PATH"), str(Path(env.get("HOME", "~")).expanduser() / ".prefect/profiles.toml"),
+             str(settings.prefect_home(env) / "profiles.toml")]
     found = []
     for path in filter(None, paths):
         try:
@@ -148,47 +149,65 @@ def hand_over(args: list[str], prog: str) -> int | None:
         started_env = env
         return None
     with sock:
-        try:
-            request = {"key": digest, "argv": [prog, *args], "prog": prog, "env": env, "cwd": os.getcwd(),
-                       "started": clock.process_started()}
-            sock.settimeout(REPLY_TIMEOUT_S)
-            _send(sock, request, fds=[0, 1, 2])
-            reply = _receive(sock)
-        except (OSError, ValueError):
-            reply = None
-        if not reply or "pid" not in reply:  # refused (its code changed), or it went away: run here
-            started_env = env
+        if _peer_uid(sock) != os.getuid():  # a socket of that name another user made: never hand it anything
             return None
-        return _wait(sock)
+        ignored = [int(s) for s in FORWARDED if signal.getsignal(s) == signal.SIG_IGN]  # nohup: stays ignored
+
+        relayed: list[int] = []
+
+        def relay(signum: int, _frame: object) -> None:  # from now on the supervisor relays, once the runner is up
+            relayed.append(signum)
+            with contextlib.suppress(OSError):
+                sock.sendall(bytes([signum]))
+
+        previous = {s: signal.signal(s, relay) for s in FORWARDED if int(s) not in ignored}
+        handed = False
+        try:
+            try:
+                request = {"key": digest, "argv": [prog, *args], "prog": prog, "env": env, "cwd": os.getcwd(),
+                           "started": clock.process_started(), "umask": _umask(), "ignored": ignored}
+                sock.settimeout(REPLY_TIMEOUT_S)
+                _send(sock, request, fds=[0, 1, 2])
+                reply = _receive(sock)
+            except (OSError, ValueError):
+                reply = None
+            if not reply or "pid" not in reply:  # refused (its code changed), or it went away: run here
+                started_env = env
+                return None
+            handed = True  # signals from now on (and any sent before) are the runner's
+            return _wait(sock)
+        finally:
+            for s, handler in previous.items():
+                signal.signal(s, handler)
+            if relayed and not handed:  # Ctrl-C while no runner took it: as if it came to this process
+                signal.raise_signal(relayed[0])
 
 
 def _wait(sock: socket.socket) -> int:
-    """Relay signals to the runner until its status arrives."""
+    """The runner's status, once it ends (signals are relayed meanwhile)."""
     sock.settimeout(None)
-
-    def relay(signum: int, _frame: object) -> None:
-        with contextlib.suppress(OSError):
-            sock.sendall(bytes([signum]))
-
-    previous = {s: signal.signal(s, relay) for s in FORWARDED}
     try:
         status = _receive(sock)
     except (OSError, ValueError):
         status = None
-    finally:
-        for s, handler in previous.items():
-            signal.signal(s, handler)
-    if not status:
+    if not status or "status" not in status:
         sys.stderr.write("skillmill: the warm process running this command went away; run it again\n")
         return 1
     return int(status["status"])
+
+
+def _umask() -> int:
+    mask = os.umask(0o077)
+    os.umask(mask)
+    return mask
 
 
 def exit_as(status: int) -> None:
     """Leave as the runner left: its exit code, or killed by the same signal."""
     if status < 0:
         sys.stdout.flush()
-        signal.signal(-status, signal.SIG_DFL)
+        with contextlib.suppress(OSError, ValueError):  # SIGKILL's action cannot be set (nor need be)
+            signal.signal(-status, signal.SIG_DFL)
         os.kill(os.getpid(), -status)
         time.sleep(1)
         status = 128 - status
@@ -208,7 +227,8 @@ def start(idle_minutes: float) -> None:
     code = f"import sys; sys.path.insert(0, {str(code_root())!r}); from {MODULE} import main; main()"
     try:
         with private.open_file(home / "warm.log", "ab") as log:
-            subprocess.Popen([sys.executable, "-c", code, repr(float(idle_minutes) * 60), str(home)], env=started_env,
+            # -P: no working folder on sys.path -- a runner works in the user's folder, and imports must not come from it
+            subprocess.Popen([sys.executable, "-P", "-c", code, repr(float(idle_minutes) * 60), str(home)], env=started_env,
                              cwd=home, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                              start_new_session=True)
     except OSError:  # a full disk or a vanished home: the next run is simply cold
@@ -262,6 +282,12 @@ class Listener:
         ``since``: when the imports began (``time.time()``); a module changed after it may be loaded half
         old, half new, so then none is served.
         """
+        try:
+            return self._serve(idle_s, home, added_env, since)
+        finally:
+            self.sock.close()  # a client queued behind the last run gets EOF, and runs cold
+
+    def _serve(self, idle_s: float, home: Path, added_env: dict[str, str], since: float) -> Request | None:
         fingerprint = code_fingerprint(since)
         if fingerprint is None:
             return None
@@ -279,11 +305,13 @@ class Listener:
                         or code_fingerprint() != fingerprint):
                     return None
                 continue
-            last = time.monotonic()
             with conn:
                 request = self._accept(conn, fingerprint, added_env, supervisors)
             if request is not None:  # this is the runner
                 return request
+            if supervisors:
+                last = time.monotonic()
+            supervisors = {pid for pid in supervisors if not _reaped(pid)}
             if code_fingerprint() != fingerprint:
                 return None
 
@@ -292,14 +320,15 @@ class Listener:
         """One client: checked, then forked to a supervisor (which forks the runner). None in this process."""
         try:
             conn.settimeout(5)
-            if _peer_uid(conn) != os.getuid():
+            if not _same_user_and_filesystem(conn):
                 return None
             message, fds = _receive_with_fds(conn)
         except (OSError, ValueError, struct.error, RecursionError):
             return None
         pid = -1
         try:
-            if isinstance(message, dict) and message.get("key") == self.digest and len(fds) == 3:
+            if (isinstance(message, dict) and isinstance(message.get("env"), dict) and len(fds) == 3
+                    and message.get("key") == self.digest == key(message["env"], code_root())):
                 if code_fingerprint() == fingerprint:
                     pid = os.fork()
                 else:
@@ -316,26 +345,38 @@ class Listener:
 
 
 def _supervise(conn: socket.socket, fds: list[int], message: dict, added_env: dict[str, str]) -> Request | None:
-    """In the fork: start the runner, relay signals to it, report how it ended, and leave."""
-    for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-        signal.signal(s, signal.SIG_IGN)  # the client relays them; the supervisor must outlive the runner
-    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-    runner = os.fork()
-    if runner == 0:
-        conn.close()
-        return _become(fds, message, added_env)
-    _close_all(fds)
+    """In the fork: start the runner, relay signals to it, report how it ended, and leave (never returns here)."""
     status: int | None = None
+    runner = -1
     try:
+        for s in FORWARDED:
+            signal.signal(s, signal.SIG_IGN)  # the client relays them; the supervisor must outlive the runner
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+        signal.pthread_sigmask(signal.SIG_BLOCK, FORWARDED)  # pending in the runner until it has its handlers
+        for stream in (sys.stdout, sys.stderr):
+            stream.flush()
+        runner = os.fork()
+        if runner == 0:
+            conn.close()
+            try:
+                return _become(fds, message, added_env)
+            except BaseException as exc:  # noqa: BLE001 -- never run on as the warm process
+                with contextlib.suppress(OSError):
+                    os.write(2, f"skillmill: the warm process could not start this run ({exc!r}); run it again, "
+                                "or with SKILLMILL_WARM=0\n".encode())
+                os._exit(1)
+        _close_all(fds)
         conn.settimeout(None)
         _send(conn, {"pid": runner})
         status = _relay_until_exit(conn, runner)
         _send(conn, {"status": status})
-    except OSError:
-        if status is None:
+    except BaseException:  # noqa: BLE001 -- the fork failed (the client runs cold), or the client went away
+        if runner > 0 and status is None:
             _kill(runner, signal.SIGKILL)
-    finally:
-        os._exit(0)
+        elif runner < 0:
+            with contextlib.suppress(OSError):
+                _send(conn, {"refused": "could not start the run"})
+    os._exit(0)
 
 
 def _relay_until_exit(conn: socket.socket, runner: int) -> int:
@@ -361,19 +402,28 @@ def _relay_until_exit(conn: socket.socket, runner: int) -> int:
 
 
 def _become(fds: list[int], message: dict, added_env: dict[str, str]) -> Request:
-    """In the runner: the client's stdio, folder, environment and arguments; signals as a fresh process."""
+    """In the runner: the client's stdio, folder, environment, umask and arguments; signals as the client had
+    them (a fresh process's, but those it ignored)."""
+    import tempfile
+
     for target, fd in enumerate(fds):
         os.dup2(fd, target)
         _close(fd)
     os.chdir(message["cwd"])
+    os.umask(int(message.get("umask", 0o022)))
     os.environ.clear()
     os.environ.update({**added_env, **message["env"]})
+    time.tzset()  # TZ as the client has it
+    tempfile.tempdir = None  # TMPDIR too
     sys.argv = list(message["argv"])
-    signal.signal(signal.SIGINT, signal.default_int_handler)
-    for s in (signal.SIGTERM, signal.SIGHUP, signal.SIGCHLD):
-        signal.signal(s, signal.SIG_DFL)
-    for stream, fd in ((sys.stdout, 1), (sys.stderr, 2)):
-        stream.reconfigure(line_buffering=os.isatty(fd))
+    ignored = {int(s) for s in message.get("ignored", [])}
+    for s in FORWARDED:
+        signal.signal(s, signal.SIG_IGN if int(s) in ignored else
+                      signal.default_int_handler if s == signal.SIGINT else signal.SIG_DFL)
+    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+    sys.stdout.reconfigure(line_buffering=os.isatty(1))
+    sys.stderr.reconfigure(line_buffering=True)  # as Python makes it, terminal or not
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, FORWARDED)  # a signal relayed meanwhile arrives now
     return Request(argv=list(message["argv"]), prog=str(message["prog"]), started=float(message["started"]))
 
 
@@ -406,9 +456,10 @@ def finish(main: Callable[[], object]) -> NoReturn:
         traceback.print_exc()
         code = 1
     try:
-        for thread in threading.enumerate():
-            if thread is not threading.main_thread() and not thread.daemon:
-                thread.join()
+        try:
+            threading._shutdown()  # as the interpreter: concurrent.futures' exit hooks, then non-daemon threads joined
+        except KeyboardInterrupt:
+            signum = signal.SIGINT
         atexit._run_exitfuncs()
     finally:
         for stream in (sys.stdout, sys.stderr):
@@ -491,9 +542,27 @@ def _exactly(sock: socket.socket, n: int) -> bytes | None:
     return b"".join(chunks)
 
 
+def _peer(conn: socket.socket) -> tuple[int, int]:
+    """The pid and uid of the process at the other end (``SO_PEERCRED``)."""
+    pid, uid, _ = struct.unpack("3i", conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i")))
+    return pid, uid
+
+
 def _peer_uid(conn: socket.socket) -> int:
-    creds = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
-    return struct.unpack("3i", creds)[1]
+    return _peer(conn)[1]
+
+
+def _same_user_and_filesystem(conn: socket.socket) -> bool:
+    """Our user, and our view of the files: abstract sockets are shared by every process of the network
+    namespace, a sandbox (bwrap, a container on the host's network) included, whose paths are not ours."""
+    pid, uid = _peer(conn)
+    if uid != os.getuid():
+        return False
+    try:
+        return all(os.readlink(f"/proc/{pid}/{what}") == os.readlink(f"/proc/self/{what}")
+                   for what in ("ns/mnt", "root"))
+    except OSError:
+        return False
 
 
 def _reaped(pid: int) -> bool:
