@@ -416,7 +416,7 @@ def main() -> None:
         for folder in servers:
             shared_server.stop_shared(folder)
         for pid in warm.pids(under=work):  # the warm processes its runs left
-            shared_server.stop(pid)
+            warm.stop(pid)
         if args.keep:
             print(f"kept {work}")
         else:

@@ -87,7 +87,7 @@ def no_shared_server_outlives_the_session(tmp_path_factory: pytest.TempPathFacto
         if shared_server.MODULE in cmdline and any(arg.startswith(base) for arg in cmdline):
             shared_server.stop(proc.pid)
     for pid in warm.pids(under=Path(base)):  # and the warm processes runs left (execution.warm)
-        shared_server.stop(pid)
+        warm.stop(pid)
 
 
 @pytest.fixture(scope="session")

@@ -22,9 +22,9 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.execution import shared_server
+from pipeline.execution import shared_server, warm
 from tests.conftest import ROOT, SAMPLES
-from tests.run_support import Run, processes_of, wait_gone, warm_processes
+from tests.run_support import Run, processes_of, wait_gone
 
 STARTING = r"^skillmill: starting a (local|temporary) Prefect server"
 
@@ -191,8 +191,8 @@ def test_back_to_back_runs_share_one_local_server_and_report_its_start_apart(tmp
 
     assert shared_server.stop_shared(prefect_home) == info["pid"]
     assert not shared_server.alive(info["pid"]) and shared_server.read_state(prefect_home) is None
-    for proc in warm_processes(tmp_path / "home"):
-        shared_server.stop(proc.pid)
+    for pid in warm.pids(tmp_path / "home"):
+        warm.stop(pid)
 
 
 @pytest.mark.slow

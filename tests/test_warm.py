@@ -47,8 +47,9 @@ def homes(tmp_path: Path) -> Iterator[list[Path]]:
     found: list[Path] = []
     yield found
     for home in found:
-        for proc in warm_processes(home):
-            shared_server.stop(proc.pid)
+        for pid in warm.pids(home):
+            warm.stop(pid)
+        assert warm.pids(home) == []
 
 
 def env_for(tmp: Path, name: str, prefect_home: Path, homes: list[Path], **extra: str) -> dict[str, str]:

@@ -256,6 +256,19 @@ def pids(home: Path | None = None, *, under: Path | None = None) -> list[int]:
     return sorted(found)
 
 
+def stop(pid: int, grace: float = 10.0) -> None:
+    """SIGTERM a warm process (checked by its command line: pids are reused), SIGKILL it after ``grace`` s."""
+    for signum, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, 5.0)):
+        if pid not in pids():
+            return
+        _kill(pid, signum)
+        deadline = time.monotonic() + wait
+        while pid in pids() and time.monotonic() < deadline:
+            with contextlib.suppress(ChildProcessError):
+                os.waitpid(pid, os.WNOHANG)  # our own child (a test's): reap it
+            time.sleep(0.05)
+
+
 # -- the warm process ---------------------------------------------------------------------------
 @dataclass
 class Request:
