@@ -41,14 +41,17 @@ class Outcome:
 class Run:
     """``skillmill run --progress lines --json ARGS`` in a process of its own."""
 
-    def __init__(self, args: list[str], env: dict[str, str], out: Path) -> None:
+    def __init__(self, args: list[str], env: dict[str, str], out: Path, ctrl_c: bool = False) -> None:
+        """``ctrl_c``: SIGINT as a terminal's foreground job has it, even when this test runs where it is ignored
+        (a background job of a script: ``make test &``), which the run would inherit."""
         self.out = out
         self._stdout = out.open("w")
         self.started = time.monotonic()
         self.process = subprocess.Popen(
             [sys.executable, "-m", "pipeline", "run", "--progress", "lines", "--json", *args],
             stdout=self._stdout, stderr=subprocess.PIPE, text=True, cwd=ROOT,
-            env={**env, "PYTHONPATH": str(ROOT), "PYTHONUNBUFFERED": "1"})
+            env={**env, "PYTHONPATH": str(ROOT), "PYTHONUNBUFFERED": "1"},
+            preexec_fn=(lambda: signal.signal(signal.SIGINT, signal.SIG_DFL)) if ctrl_c else None)
         self.lines: queue.Queue[str | None] = queue.Queue()
         self.stderr: list[str] = []
         threading.Thread(target=self._pump, daemon=True).start()

@@ -153,7 +153,7 @@ def test_ctrl_c_and_kill_9_reach_the_run_in_the_warm_process(tmp_path: Path, pre
     home = Path(env["SKILLMILL_HOME"])
     keeper = primed(env)
 
-    interrupted = Run([str(corpus), "--library", str(tmp_path / "skills")], env, tmp_path / "int.out")
+    interrupted = Run([str(corpus), "--library", str(tmp_path / "skills")], env, tmp_path / "int.out", ctrl_c=True)
     assert interrupted.until(r"distill: started", kill=False) is None
     interrupted.process.send_signal(signal.SIGINT)
     outcome = interrupted.until(None)
