@@ -213,9 +213,10 @@ def alive(pid: int) -> bool:
         return False
 
 
-def stop(pid: int, grace: float = 10.0) -> None:
-    """SIGTERM one of our servers, SIGKILL it if it is still there after ``grace`` seconds."""
-    if not alive(pid):
+def stop(pid: int, grace: float = 10.0, *, ours: Callable[[int], bool] = alive) -> None:
+    """SIGTERM one of our servers (or whatever ``ours`` recognises: ``warm.is_warm``), SIGKILL it if it is
+    still there after ``grace`` seconds."""
+    if not ours(pid):
         return
     for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, 5.0)):
         with contextlib.suppress(ProcessLookupError):
@@ -224,7 +225,7 @@ def stop(pid: int, grace: float = 10.0) -> None:
         while time.monotonic() < deadline:
             with contextlib.suppress(ChildProcessError):
                 os.waitpid(pid, os.WNOHANG)  # our own child: reap it
-            if not alive(pid):
+            if not ours(pid):
                 return
             time.sleep(0.1)
 

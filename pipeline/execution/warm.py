@@ -149,7 +149,7 @@ def hand_over(args: list[str], prog: str) -> int | None:
         started_env = env
         return None
     with sock:
-        if _peer_uid(sock) != os.getuid():  # a socket of that name another user made: never hand it anything
+        if _peer(sock)[1] != os.getuid():  # a socket of that name another user made: never hand it anything
             return None
         ignored = [int(s) for s in FORWARDED if signal.getsignal(s) == signal.SIG_IGN]  # nohup: stays ignored
 
@@ -240,33 +240,36 @@ def pids(home: Path | None = None, *, under: Path | None = None) -> list[int]:
     this user's."""
     found = []
     for entry in Path("/proc").iterdir() if sys.platform.startswith("linux") else ():
-        if not entry.name.isdigit():
+        if not entry.name.isdigit() or (words := _command_line(entry)) is None:
             continue
-        try:
-            if entry.stat().st_uid != os.getuid():
-                continue
-            args = (entry / "cmdline").read_bytes().split(b"\0")[:-1]
-        except OSError:
+        if home is not None and words[-1:] != [str(home)]:
             continue
-        words = [a.decode(errors="replace") for a in args]
-        if not any(MODULE in w for w in words) or (home is not None and words[-1:] != [str(home)]):
-            continue
-        if under is None or (words and Path(words[-1]).is_relative_to(under)):
+        if under is None or Path(words[-1]).is_relative_to(under):
             found.append(int(entry.name))
     return sorted(found)
 
 
+def is_warm(pid: int) -> bool:
+    """Whether ``pid`` is one of this user's warm processes (pids are reused; a zombie has no command line)."""
+    return _command_line(Path(f"/proc/{pid}")) is not None
+
+
+def _command_line(proc: Path) -> list[str] | None:
+    """The command line of the process in ``/proc/PID`` when it is one of this user's warm processes."""
+    try:
+        if proc.stat().st_uid != os.getuid():
+            return None
+        words = [a.decode(errors="replace") for a in (proc / "cmdline").read_bytes().split(b"\0")[:-1]]
+    except OSError:
+        return None
+    return words if any(MODULE in w for w in words) else None
+
+
 def stop(pid: int, grace: float = 10.0) -> None:
-    """SIGTERM a warm process (checked by its command line: pids are reused), SIGKILL it after ``grace`` s."""
-    for signum, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, 5.0)):
-        if pid not in pids():
-            return
-        _kill(pid, signum)
-        deadline = time.monotonic() + wait
-        while pid in pids() and time.monotonic() < deadline:
-            with contextlib.suppress(ChildProcessError):
-                os.waitpid(pid, os.WNOHANG)  # our own child (a test's): reap it
-            time.sleep(0.05)
+    """SIGTERM a warm process, SIGKILL it after ``grace`` s (as ``shared_server.stop`` stops a server)."""
+    from pipeline.execution import shared_server
+
+    shared_server.stop(pid, grace, ours=is_warm)
 
 
 # -- the warm process ---------------------------------------------------------------------------
@@ -311,21 +314,15 @@ class Listener:
             try:
                 conn, _ = self.sock.accept()
             except TimeoutError:
-                supervisors = {pid for pid in supervisors if not _reaped(pid)}
-                if supervisors:
-                    last = time.monotonic()
-                if (time.monotonic() - last > idle_s or not home.is_dir()
-                        or code_fingerprint() != fingerprint):
-                    return None
-                continue
-            with conn:
-                request = self._accept(conn, fingerprint, added_env, supervisors)
-            if request is not None:  # this is the runner
-                return request
-            if supervisors:
-                last = time.monotonic()
+                conn = None
+            if conn is not None:
+                with conn:
+                    if (request := self._accept(conn, fingerprint, added_env, supervisors)) is not None:
+                        return request  # this is the runner
             supervisors = {pid for pid in supervisors if not _reaped(pid)}
-            if code_fingerprint() != fingerprint:
+            if supervisors:  # a run in progress: not idle
+                last = time.monotonic()
+            if time.monotonic() - last > idle_s or not home.is_dir() or code_fingerprint() != fingerprint:
                 return None
 
     def _accept(self, conn: socket.socket, fingerprint: str, added_env: dict[str, str],
@@ -559,10 +556,6 @@ def _peer(conn: socket.socket) -> tuple[int, int]:
     """The pid and uid of the process at the other end (``SO_PEERCRED``)."""
     pid, uid, _ = struct.unpack("3i", conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i")))
     return pid, uid
-
-
-def _peer_uid(conn: socket.socket) -> int:
-    return _peer(conn)[1]
 
 
 def _same_user_and_filesystem(conn: socket.socket) -> bool:
