@@ -156,3 +156,38 @@ def test_the_older_nested_layout(tmp_path: Path) -> None:
     report, [t] = ingest_file(old / "info" / flat.name)
     assert report.status == "ok", report.errors
     assert len(t.tool_calls()) == 5
+
+
+REAL = "opencode/jwp23-dotfiles/storage"
+
+
+def test_the_real_opencode_1_0_tree_reads_its_sessions_and_skips_the_rest(corpus: Path) -> None:
+    storage = corpus / REAL
+    reports = {p.relative_to(storage).parts[0]: [] for p in iter_files([storage])}
+    for path in iter_files([storage]):
+        reports[path.relative_to(storage).parts[0]].append(ingest_file(path))
+    sessions = [t for report, ts in reports["session"] for t in ts]
+    assert all(report.status == "ok" for report, _ in reports["session"])
+    assert sorted(len(t.tool_calls()) for t in sessions) == [2, 3]  # read x2 | read x2 + edit
+    for kind in ("session_diff", "project", "message", "part"):
+        assert reports[kind] and all(r.format == "opencode" and r.status == "skipped" and not ts
+                                     for r, ts in reports[kind]), kind
+    assert "file diffs" in reports["session_diff"][0][0].errors[0].reason
+
+
+def test_an_empty_list_elsewhere_is_no_opencode_file(tmp_path: Path) -> None:
+    (tmp_path / "session_diff").mkdir()
+    for path in (tmp_path / "ses_x.json", tmp_path / "session_diff" / "ses_x.json"):
+        path.write_text("[]")
+        assert ingest_file(path)[0].format != "opencode"
+
+
+def test_a_damaged_session_id_is_read_by_its_file_name(corpus: Path, tmp_path: Path) -> None:
+    shutil.copytree(corpus / REAL, tmp_path / "storage", copy_function=shutil.copyfile)
+    session = next((tmp_path / "storage" / "session").rglob("ses_53993b312ffeefelTsBlbUVXV8.json"))
+    session.chmod(0o644)
+    info = json.loads(session.read_text())
+    session.write_text(json.dumps({**info, "id": "ses_\ufffd\ufffd" + info["id"][4:]}))
+    report, [t] = ingest_file(session)
+    assert report.status == "partial" and "its file name" in report.errors[0].reason
+    assert t.session_id == "ses_53993b312ffeefelTsBlbUVXV8" and len(t.tool_calls()) == 3

@@ -347,7 +347,10 @@ def test_the_wire_refuses_a_request_that_is_not_one(tmp_path: Path, prefect_home
             sock.settimeout(20)
             sock.connect(warm.address(warm.key(env, ROOT)))
             socket.send_fds(sock, [payload[:4]], [0, 1, 2])
-            sock.sendall(payload[4:])
+            try:
+                sock.sendall(payload[4:])
+            except (BrokenPipeError, ConnectionResetError):  # refused on the length alone: hung up already
+                continue
             assert not _answer(sock)
     assert _children_gone(keeper) and keeper.is_running()  # nothing forked (the warm run's fork reaped)
     assert keeper.num_fds() == open_files  # the descriptors each request carried were closed

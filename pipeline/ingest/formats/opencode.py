@@ -52,7 +52,10 @@ _SKIPPED = {
     "message": "part of an OpenCode session (a message; read through its session file)",
     "part": "part of an OpenCode session (a message part; read through its session file)",
     "project": "OpenCode project record (storage/project), not a session",
+    "session_diff": "OpenCode session's file diffs (storage/session_diff; the session's edits are read from its parts)",
 }
+#: ``session_diff/ses_<id>.json`` of OpenCode 1.x: a list of ``{file, before, after, additions, deletions}``.
+_DIFF_KEYS = {"file", "before", "after"}
 _PATCH_FILE = re.compile(r"^\*\*\* (?:Add|Update|Delete) File: (.+?)\s*$", re.M)
 #: OpenCode refusing a tool call (no real session in the corpus). A tool part in state ``error``
 #: holds its message: "oldString not found in content", "Found multiple matches for oldString.
@@ -88,6 +91,21 @@ def record_kind(value: Any) -> str | None:
     return None
 
 
+def is_session_diff(path: Path, value: Any) -> bool:
+    """A ``storage/session_diff/ses_<id>.json`` file: a list of per-file diffs (empty when nothing was edited).
+
+    Its items say what it is; an empty list is only told apart by where it lies, inside a storage tree
+    that has the session folders beside it.
+    """
+    if not isinstance(value, list):
+        return False
+    if value:
+        return all(isinstance(item, dict) and _DIFF_KEYS <= item.keys() for item in value[:50])
+    storage = path.parent.parent
+    return (path.parent.name == "session_diff" and path.name.startswith("ses_")
+            and (storage / "session").is_dir() and (storage / "message").is_dir())
+
+
 def _head_kind(text: str) -> str | None:
     """The same, from the first bytes of a file too large for the probe to parse (a big tool output)."""
     head = text[:2000]
@@ -108,6 +126,8 @@ class OpenCodeStorage(TrajectoryFormat):
     protocol_errors = PROTOCOL_ERRORS
 
     def sniff(self, probe: Probe) -> bool:
+        if probe.first_char == "[":
+            return probe.document is not None and is_session_diff(probe.path, probe.document)
         if probe.first_char != "{":
             return False
         if probe.document is not None:
@@ -123,7 +143,7 @@ class OpenCodeStorage(TrajectoryFormat):
         session = load_json(path, report)
         if session is None:
             return
-        kind = record_kind(session)
+        kind = "session_diff" if is_session_diff(path, session) else record_kind(session)
         if kind in _SKIPPED:
             report.status = "skipped"
             report.error(_SKIPPED[kind])
@@ -163,6 +183,12 @@ class _Session:
     def _read(self) -> Trajectory | None:
         session_id = self.info["id"]
         folders = _folders(self.path, session_id)
+        if folders is None and self.path.stem != session_id and (folders := _folders(self.path, self.path.stem)):
+            # OpenCode names the file after the session: a damaged id still finds its messages
+            self.report.error(f"session id {session_id!r} names no message folder; read as {self.path.stem}, "
+                              "its file name")
+            self.info = {**self.info, "id": self.path.stem}
+            session_id = self.path.stem
         if folders is None:
             storage = self.path.parent.parent.parent
             self.report.error(f"no messages for session {session_id}: expected {storage}/message/{session_id}/")
