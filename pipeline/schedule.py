@@ -19,7 +19,6 @@ import os
 import re
 import signal
 import subprocess
-import sys
 import time
 import zoneinfo
 from collections.abc import Callable, Iterator
@@ -29,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, Field
 
-from pipeline import private, settings
+from pipeline import private, settings, spawn
 from pipeline.cron import local_timezone
 from pipeline.errors import SkillmillError, UsageError
 
@@ -162,10 +161,9 @@ def local_server(server: Server, *, timeout: float = 180.0,
     with private.open_file(log, "ab") as out:
         # Its own session (see above), and the kernel stops it if we are killed (-9 included) before
         # the `finally` below can: a server left behind would hold the port and ~230 MB.
-        process = subprocess.Popen([sys.executable, "-m", "prefect", "server", "start", "--host", host,
-                                    "--port", port], stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                   start_new_session=True, preexec_fn=exit_with_parent,
-                                   env={**os.environ, **settings.OFFLINE_ENV})
+        process = spawn.popen(["-m", "prefect", "server", "start", "--host", host, "--port", port],
+                              env_base={**os.environ, **settings.OFFLINE_ENV}, stdout=out, stderr=subprocess.STDOUT,
+                              stdin=subprocess.DEVNULL, start_new_session=True, preexec_fn=exit_with_parent)
     pid_file = log.with_suffix(".pid")  # its own session, so Ctrl-C here reaches it only through us: say who it is
     private.write_text(pid_file, f"{process.pid}\n")
     try:
@@ -212,6 +210,10 @@ def serve(schedule: SchedulePlan, *, on_ready: Callable[[SchedulePlan], None] | 
 
     from flows.nightly import nightly
 
+    # Each scheduled run is a subprocess of this one, started in its working folder: ours, and with no
+    # working folder on its sys.path (spawn), whatever folder `skillmill schedule` was started in.
+    os.environ.update(spawn.SAFE_ENV)
+    os.chdir(spawn.folder())
     with local_server(schedule.server, notify=notify), temporary_settings({PREFECT_API_URL: schedule.server.url}):
         schedule.server.running = True
         if on_ready is not None:

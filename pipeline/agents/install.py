@@ -25,13 +25,12 @@ import json
 import os
 import shlex
 import shutil
-import sys
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pipeline import settings
+from pipeline import settings, spawn
 from pipeline.errors import UsageError
 from pipeline.library.store import atomic_write
 
@@ -54,7 +53,7 @@ def executable(portable: bool = False) -> list[str]:
     found = shutil.which("skillmill")
     if found:
         return [str(Path(found).absolute())]
-    return [sys.executable, "-m", "pipeline"]
+    return spawn.argv("-m", "pipeline")  # -P: the agent runs it in its own folder, whose files must not import
 
 
 def _env(portable: bool = False) -> dict[str, str]:

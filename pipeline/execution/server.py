@@ -41,6 +41,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from pipeline import settings
+from pipeline import spawn as interpreters
 from pipeline.errors import SkillmillError
 
 STARTUP_TIMEOUT_S = 90.0  # first start migrates Prefect's database: 6-11 s on an idle 2-core machine
@@ -137,8 +138,8 @@ def spawn(port: int | None = None) -> tuple[TemporaryServer, int]:
         env.update(get_current_settings().to_environment_variables(exclude_unset=True))
     env.pop("PREFECT_API_URL", None)
     port = port or _free_port()
-    process = subprocess.Popen([sys.executable, "-m", "pipeline.execution.server", str(os.getpid()), str(port)],
-                               env=env, stdin=subprocess.DEVNULL)
+    process = interpreters.popen(["-m", "pipeline.execution.server", str(os.getpid()), str(port)], env_base=env,
+                                 stdin=subprocess.DEVNULL)
     return TemporaryServer(process, port), port
 
 

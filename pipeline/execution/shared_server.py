@@ -42,7 +42,7 @@ from pathlib import Path
 
 import orjson
 
-from pipeline import atomic, private, settings
+from pipeline import atomic, private, settings, spawn
 from pipeline.errors import SkillmillError
 
 STATE, LOCK, USERS, LOG = "skillmill-server.json", "skillmill-server.lock", "skillmill-server.users", "skillmill-server.log"
@@ -133,9 +133,8 @@ def _start(folder: Path, idle_s: float) -> Shared:
     env.pop("PREFECT_API_URL", None)
     # Its own session: Ctrl-C and a closing terminal reach the run, not the server the next run will use.
     with private.open_file(folder / LOG, "wb") as out:
-        process = subprocess.Popen([sys.executable, "-m", MODULE, str(folder), repr(float(idle_s))], env=env,
-                                   cwd=folder, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
-                                   start_new_session=True)
+        process = spawn.popen(["-m", MODULE, str(folder), repr(float(idle_s))], env_base=env, cwd=folder,
+                              stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
     return Shared(folder=folder, pid=process.pid, how="started", started=time.time(), process=process)
 
 

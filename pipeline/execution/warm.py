@@ -59,6 +59,7 @@ from pipeline.execution import clock
 MODULE = "pipeline.cli.warm"  # the warm process's entry point (it runs the command group)
 KEYED_PREFIXES = ("PREFECT_", "SKILLMILL_", "PYTHON", "LITELLM_", "DASK_", "LC_")
 KEYED = ("HOME", "LANG", "DO_NOT_TRACK")
+UNKEYED = ("PYTHONSAFEPATH",)
 PREFECT_FILES = (".env", "prefect.toml")
 FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 REPLY_TIMEOUT_S = 60.0  # a warm process still importing (it listens first) answers when done
@@ -75,7 +76,9 @@ def key(env: dict[str, str], root: Path) -> str:
     its imports read."""
     import hashlib
 
-    picked = sorted((k, v) for k, v in env.items() if k.startswith(KEYED_PREFIXES) or k in KEYED)
+    # PYTHONSAFEPATH is the one variable we set for every interpreter we start (pipeline.spawn): a run and the
+    # warm process it left differ by it, and neither imports from its working folder either way
+    picked = sorted((k, v) for k, v in env.items() if (k.startswith(KEYED_PREFIXES) or k in KEYED) and k not in UNKEYED)
     text = json.dumps([sys.executable, str(root), picked, _profiles(env)])
     return hashlib.sha256(text.encode()).hexdigest()[:32]
 
@@ -221,16 +224,15 @@ def start(idle_minutes: float) -> None:
         return
     import subprocess
 
-    from pipeline import private, settings
+    from pipeline import private, settings, spawn
 
     home = settings.home()
     code = f"import sys; sys.path.insert(0, {str(code_root())!r}); from {MODULE} import main; main()"
     try:
         with private.open_file(home / "warm.log", "ab") as log:
             # -P: no working folder on sys.path -- a runner works in the user's folder, and imports must not come from it
-            subprocess.Popen([sys.executable, "-P", "-c", code, repr(float(idle_minutes) * 60), str(home)], env=started_env,
-                             cwd=home, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                             start_new_session=True)
+            spawn.popen(["-c", code, repr(float(idle_minutes) * 60), str(home)], env_base=started_env, cwd=home,
+                        stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     except OSError:  # a full disk or a vanished home: the next run is simply cold
         pass
 

@@ -102,12 +102,13 @@ def start_in_background() -> None:
         return
     import contextlib
     import subprocess
-    import sys
 
-    with contextlib.suppress(OSError):
-        subprocess.Popen([sys.executable, "-m", "pipeline", "recall-server", "--idle", str(IDLE_S)],
-                         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                         start_new_session=True, close_fds=True)
+    from pipeline import spawn
+
+    with contextlib.suppress(OSError):  # not from the agent's folder: spawn keeps its files off sys.path
+        spawn.popen(["-m", "pipeline", "recall-server", "--idle", str(IDLE_S)],
+                    stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                    start_new_session=True, close_fds=True)
 
 
 # -- server -------------------------------------------------------------------------------------

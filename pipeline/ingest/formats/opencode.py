@@ -100,7 +100,7 @@ def is_session_diff(path: Path, value: Any) -> bool:
     if not isinstance(value, list):
         return False
     if value:
-        return all(isinstance(item, dict) and _DIFF_KEYS <= item.keys() for item in value[:50])
+        return all(isinstance(item, dict) and item.keys() >= _DIFF_KEYS for item in value[:50])
     storage = path.parent.parent
     return (path.parent.name == "session_diff" and path.name.startswith("ses_")
             and (storage / "session").is_dir() and (storage / "message").is_dir())
