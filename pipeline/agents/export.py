@@ -4,7 +4,13 @@ Each exported skill folder gets a ``.skillmill-export`` marker (JSON: the skill,
 from, and the hash of every file written). A later export updates folders that carry the
 marker and removes those whose skill is no longer approved; a folder without the marker is a
 person's own skill and is never touched, and a managed folder someone edited by hand is left
-alone (reported as ``modified``) rather than overwritten.
+alone (reported as ``modified``) rather than overwritten. A folder counts as managed only when
+every file in it, hidden ones included, is one the marker records with the same hash, and it
+holds no link: a project may ship a forged marker beside ``.SKILL.md.tmp -> ~/.bashrc``.
+
+The target is somebody else's folder (a checkout, the home folder), so every read, write and
+removal there goes through :mod:`pipeline.confined`: files are created exclusively under a fresh
+name and renamed into place, and no link that leads out of the project (or home) is followed.
 
 A project receives only the skills meant for it: ``repo`` (by default the project's own
 ``owner/name``, read from its git config) keeps skills bound to that repository and those bound
@@ -18,18 +24,20 @@ from __future__ import annotations
 
 import hashlib
 import json
-import shutil
+import os
+import stat
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from pipeline import private, settings
+from pipeline import confined, private, settings
 from pipeline.errors import UsageError, no_space, not_writable
 from pipeline.library.store import SKILL_FILE, Library, atomic_write
 from pipeline.recall.text import lean, repo_matches
 
 MARKER = ".skillmill-export"
+MAX_MARKER = 1 << 20
 FOLDERS = {"claude-code": ".claude/skills", "codex": ".agents/skills", "gemini": ".gemini/skills"}
 
 
@@ -55,17 +63,35 @@ def _files(folder: Path) -> dict[str, bytes]:
     return out
 
 
-def _marker(folder: Path) -> dict[str, Any] | None:
+def _marker(root: Path, folder: Path) -> dict[str, Any] | None:
+    data = confined.read(root, folder / MARKER, MAX_MARKER)
     try:
-        data = json.loads((folder / MARKER).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        value = json.loads(data) if data is not None else None
+    except ValueError:
         return None
-    return data if isinstance(data, dict) and data.get("managed_by") == "skillmill" else None
+    return value if isinstance(value, dict) and value.get("managed_by") == "skillmill" else None
 
 
-def _edited(folder: Path, marker: dict[str, Any]) -> bool:
-    """True when a managed folder no longer holds exactly what skillmill wrote."""
-    return {k: _sha(v) for k, v in _files(folder).items()} != marker.get("files", {})
+def _on_disk(root: Path, folder: Path) -> dict[str, str] | None:
+    """The hash of every file in an exported folder (its marker and our own unfinished temporary files
+    left out), or None when it holds anything skillmill never writes: a link, a FIFO, a huge file."""
+    entries = confined.tree(root, folder)
+    if entries is None:
+        return None
+    hashes = {}
+    for rel, data in entries.items():
+        if rel == MARKER or (rel.endswith(confined.TEMP_SUFFIX) and "/" not in rel and isinstance(data, bytes)):
+            continue
+        if isinstance(data, confined.Link):
+            return None
+        hashes[rel] = _sha(data)
+    return hashes
+
+
+def _edited(root: Path, folder: Path, marker: dict[str, Any]) -> bool:
+    """True when a managed folder no longer holds exactly what skillmill wrote (hidden files included)."""
+    recorded = marker.get("files")
+    return not isinstance(recorded, dict) or _on_disk(root, folder) != recorded
 
 
 @dataclass
@@ -113,8 +139,9 @@ def export(agent: str, project: Path | None, library: Path, *, dry_run: bool = F
     is full or may not be written is a one-line error naming it (exit 2), not a crash.
     """
     target = skills_dir(agent, project)
+    root = project.expanduser().absolute() if project else Path.home()  # nothing written leads out of it
     try:
-        report = _export(target, library, dry_run=dry_run, repo=repo)
+        report = _export(root, target, library, dry_run=dry_run, repo=repo)
     except OSError as exc:
         refused = no_space(exc, [target], advice="free some space or export elsewhere with --project DIR") \
             or not_writable(exc, [target], advice="export elsewhere with --project DIR or make it writable")
@@ -126,8 +153,9 @@ def export(agent: str, project: Path | None, library: Path, *, dry_run: bool = F
     return report
 
 
-def _export(target: Path, library: Path, *, dry_run: bool, repo: str | None) -> ExportReport:
+def _export(root: Path, target: Path, library: Path, *, dry_run: bool, repo: str | None) -> ExportReport:
     report = ExportReport(target=str(target), dry_run=dry_run, repo=repo)
+    confined.resolve(root, target)  # the skills folder (and its parents) may not lead out of the project
     approved = {s.skill.name: s for s in Library(library).entries(on_error=lambda *_: None)
                 if s.skill.status == "approved" and (not repo or not s.skill.repo or repo_matches(s.skill.repo, repo))}
     for name, stored in sorted(approved.items()):
@@ -135,11 +163,15 @@ def _export(target: Path, library: Path, *, dry_run: bool, repo: str | None) -> 
         files = _files(stored.path)
         if SKILL_FILE not in files:
             continue
-        marker = _marker(folder) if folder.exists() else None
-        if folder.exists() and marker is None:
+        kind = _kind(folder)
+        marker = _marker(root, folder) if kind == "folder" else None
+        if kind == "link":
+            report.skipped.append({"name": name, "reason": f"{folder} is a link: skillmill never writes through one"})
+            continue
+        if kind is not None and marker is None:
             report.skipped.append({"name": name, "reason": f"{folder} is not managed by skillmill (a person's own skill)"})
             continue
-        if marker is not None and _edited(folder, marker):
+        if marker is not None and _edited(root, folder, marker):
             report.skipped.append({"name": name, "reason": f"{folder} was edited since the last export; "
                                    f"delete {MARKER} to keep it yours, or the folder to re-export"})
             continue
@@ -149,21 +181,31 @@ def _export(target: Path, library: Path, *, dry_run: bool, repo: str | None) -> 
             continue
         (report.updated if marker is not None else report.created).append(name)
         if not dry_run:
-            _write(folder, files, {"managed_by": "skillmill", "skill": name, "source": str(stored.path),
-                                   "exported_at": datetime.now(UTC).isoformat(), "files": wanted},
+            _write(root, folder, files, {"managed_by": "skillmill", "skill": name, "source": str(stored.path),
+                                         "exported_at": datetime.now(UTC).isoformat(), "files": wanted},
                    stale=set(marker.get("files", {})) - set(files) if marker else set())
-    if target.is_dir():
-        for folder in sorted(p for p in target.iterdir() if p.is_dir() and p.name not in approved):
-            marker = _marker(folder)
+    if _kind(target) == "folder":
+        for folder in sorted(target / e.name for e in os.scandir(target)
+                             if e.is_dir(follow_symlinks=False) and e.name not in approved):
+            marker = _marker(root, folder)
             if marker is None:
                 continue
-            if _edited(folder, marker):
+            if _edited(root, folder, marker):
                 report.skipped.append({"name": folder.name, "reason": "no longer approved, but edited by hand: kept"})
                 continue
             report.removed.append(folder.name)
             if not dry_run:
-                shutil.rmtree(folder)
+                confined.remove_tree(root, folder)
     return report
+
+
+def _kind(path: Path) -> str | None:
+    """"folder", "link", "other", or None when nothing is there (never following a link)."""
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        return None
+    return "link" if stat.S_ISLNK(mode) else "folder" if stat.S_ISDIR(mode) else "other"
 
 
 # -- remembered exports: kept true after every review decision ----------------------------------
@@ -207,21 +249,23 @@ def refresh_all(library: Path) -> list[ExportReport]:
             continue
         try:
             reports.append(export(str(entry["agent"]), project, library, repo=entry["repo"], remember=False))
-        except (OSError, UsageError):
+        except (OSError, UsageError, confined.Refused):
             continue
     return reports
 
 
-def _write(folder: Path, files: dict[str, bytes], marker: dict[str, Any], stale: set[str]) -> None:
+def _write(root: Path, folder: Path, files: dict[str, bytes], marker: dict[str, Any], stale: set[str]) -> None:
+    for leftover in _on_disk_temps(root, folder):
+        confined.unlink(root, folder / leftover)
     for rel, data in files.items():
-        _write_bytes(folder / rel, data)
+        confined.write(root, folder / rel, data)
     for rel in stale:
-        (folder / rel).unlink(missing_ok=True)
-    atomic_write(folder / MARKER, json.dumps(marker, indent=2) + "\n")
+        confined.unlink(root, folder / rel)
+    confined.write(root, folder / MARKER, json.dumps(marker, indent=2) + "\n")
 
 
-def _write_bytes(file: Path, data: bytes) -> None:
-    file.parent.mkdir(parents=True, exist_ok=True)
-    tmp = file.with_name(f".{file.name}.skillmill-tmp")
-    tmp.write_bytes(data)
-    tmp.replace(file)
+def _on_disk_temps(root: Path, folder: Path) -> list[str]:
+    """Our own temporary files an interrupted export left in ``folder`` (regular files, never links)."""
+    entries = confined.tree(root, folder) or {}
+    return [rel for rel, data in entries.items()
+            if "/" not in rel and rel.endswith(confined.TEMP_SUFFIX) and isinstance(data, bytes)]

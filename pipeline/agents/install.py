@@ -30,9 +30,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pipeline import settings, spawn
+from pipeline import confined, settings, spawn
 from pipeline.errors import UsageError
-from pipeline.library.store import atomic_write
 
 SERVER = "skillmill"
 HOOK_TIMEOUT_S = 10  # the agent's own limit; ours (`skillmill hook --timeout`) is shorter
@@ -92,12 +91,18 @@ def _is_ours(command: str) -> bool:
     return " hook " in f" {command} " and ("skillmill" in command or "pipeline" in command)
 
 
+#: An agent's settings file larger than this is not one skillmill rewrites.
+MAX_SETTINGS_BYTES = 8 << 20
+
+
 @dataclass
 class Change:
     file: Path
     what: str
     before: str | None
     after: str
+    #: The folder the file must stay inside (the project, or the home folder): no link leading out is followed.
+    root: Path = field(default_factory=Path.home)
 
     @property
     def changed(self) -> bool:
@@ -131,16 +136,29 @@ class Plan:
             if change.changed:
                 if change.before is not None:
                     backup = change.file.with_name(change.file.name + ".skillmill-backup")
-                    atomic_write(backup, change.before)
-                atomic_write(change.file, change.after)
+                    confined.write(change.root, backup, change.before, mode=0o600)
+                confined.write(change.root, change.file, change.after, mode=0o600)
         self.changes = [c for c in self.changes if c.changed]
 
 
 # -- JSON settings ------------------------------------------------------------------------------
-def _read_json(file: Path) -> tuple[str | None, dict[str, Any]]:
-    if not file.exists():
+def _read_existing(root: Path, file: Path) -> str | None:
+    """The settings file's text, None when there is none; refused when it cannot be read as one (a FIFO,
+    a device, a huge file, a link out of ``root``): skillmill will not replace what it could not read."""
+    real = confined.resolve(root, file)
+    if not os.path.lexists(real):
+        return None
+    data = confined.read(root, file, MAX_SETTINGS_BYTES + 1)
+    if data is None or len(data) > MAX_SETTINGS_BYTES:
+        raise UsageError(f"{file} is not a regular file of at most {MAX_SETTINGS_BYTES >> 20} MB; skillmill will not "
+                         "rewrite it", hint="replace it with the agent's settings file, then run install again")
+    return data.decode("utf-8", errors="replace")
+
+
+def _read_json(root: Path, file: Path) -> tuple[str | None, dict[str, Any]]:
+    text = _read_existing(root, file)
+    if text is None:
         return None, {}
-    text = file.read_text(encoding="utf-8")
     try:
         data = json.loads(text) if text.strip() else {}
     except ValueError as exc:
@@ -191,12 +209,13 @@ def _with_server(data: dict[str, Any], key: str = "mcpServers", typed: bool = Tr
     return data
 
 
-def _json_change(file: Path, what: str, edit: Any) -> Change:
-    before, data = _read_json(file)
+def _json_change(root: Path, file: Path, what: str, edit: Any) -> Change:
+    before, data = _read_json(root, file)
     original = copy.deepcopy(data)
     edited = edit(data)
     # Already as wanted: keep the user's file byte for byte (their indentation, key order).
-    return Change(file, what, before, before if before is not None and edited == original else _dump_json(edited))
+    return Change(file, what, before, before if before is not None and edited == original else _dump_json(edited),
+                  root)
 
 
 # -- TOML (Codex) -------------------------------------------------------------------------------
@@ -228,15 +247,15 @@ def _with_toml_server(text: str, portable: bool = False) -> str:
     return result
 
 
-def _toml_change(file: Path, portable: bool = False) -> Change:
-    before = file.read_text(encoding="utf-8") if file.exists() else None
+def _toml_change(root: Path, file: Path, portable: bool = False) -> Change:
+    before = _read_existing(root, file)
     if before is not None:
         try:
             tomllib.loads(before)
         except tomllib.TOMLDecodeError as exc:
             raise UsageError(f"{file} is not valid TOML ({exc}); skillmill will not rewrite it",
                              hint="fix the file, then run `skillmill install` again") from exc
-    return Change(file, f"MCP server [mcp_servers.{SERVER}]", before, _with_toml_server(before or "", portable))
+    return Change(file, f"MCP server [mcp_servers.{SERVER}]", before, _with_toml_server(before or "", portable), root)
 
 
 # -- the plan -----------------------------------------------------------------------------------
@@ -250,19 +269,19 @@ def plan(agent: str, project: Path | None = None) -> Plan:
     hooks_what = f"hook `{SERVER} hook {agent}` on {' and '.join(events)}"
     changes: list[Change] = []
     if agent == "claude-code":
-        changes.append(_json_change(base / ".claude" / "settings.json", hooks_what,
+        changes.append(_json_change(base, base / ".claude" / "settings.json", hooks_what,
                                     lambda d: _with_hooks(d, agent, events, portable=portable)))
         mcp_file = base / ".mcp.json" if project else base / ".claude.json"
-        changes.append(_json_change(mcp_file, f"MCP server `{SERVER}` (mcpServers)",
+        changes.append(_json_change(base, mcp_file, f"MCP server `{SERVER}` (mcpServers)",
                                     lambda d: _with_server(d, portable=portable)))
     elif agent == "codex":
-        changes.append(_json_change(base / ".codex" / "hooks.json", hooks_what,
+        changes.append(_json_change(base, base / ".codex" / "hooks.json", hooks_what,
                                     lambda d: _with_hooks(d, agent, events, portable=portable)))
-        changes.append(_toml_change(base / ".codex" / "config.toml", portable))
+        changes.append(_toml_change(base, base / ".codex" / "config.toml", portable))
     elif agent == "gemini":
         def edit(d: dict[str, Any]) -> dict[str, Any]:
             return _with_server(_with_hooks(d, agent, events, gemini=True, portable=portable), typed=False,
                                 portable=portable)
 
-        changes.append(_json_change(base / ".gemini" / "settings.json", f"{hooks_what}; MCP server `{SERVER}`", edit))
+        changes.append(_json_change(base, base / ".gemini" / "settings.json", f"{hooks_what}; MCP server `{SERVER}`", edit))
     return Plan(agent, scope, changes, notes=path_notes() if portable else [])
