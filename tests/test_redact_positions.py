@@ -145,3 +145,13 @@ def test_a_token_wrapped_after_a_whole_looking_first_part_is_still_joined(redact
     for text in (f"export OPENAI_API_KEY={head}\n    {tail}", json.dumps(f"export OPENAI_API_KEY={head}\n{tail}")):
         redacted = redactor.redact(text)[0]
         assert head not in redacted and tail not in redacted and "[REDACTED:openai-api-key]" in redacted, redacted
+
+
+def test_key_lines_opening_with_a_plus_are_taken_whole_and_the_next_command_stays(redactor: Redactor) -> None:
+    """Found by the flow test: a body line starting with '+' (base64) was read as a diff's added
+    line one character short, so the block ended there and the key's last lines were stored."""
+    factory = Factory(6)
+    alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
+    lines = [factory._rand(64, alphabet), "+" + factory._rand(63, alphabet), factory._rand(64, alphabet)]
+    text = "$ sed -n 3,5p id_rsa\n" + "\n".join(lines) + "\nmysql -h db.internal billing"
+    assert redactor.redact(text)[0] == "$ sed -n 3,5p id_rsa\n[REDACTED:private-key]\nmysql -h db.internal billing"

@@ -436,7 +436,8 @@ class PrivateKeyRule:
 # lines of exactly 64 (PEM) or 70 (OpenSSH) base64 characters, one after the other.
 _B64_CHARS = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
 _B64_MARK = bytes(ord("a") if c in _B64_CHARS else ord(" ") for c in range(256))
-_BODY_NEXT = _b(r"(?:\r?\n|\\r\\n|\\n)[-+>]?[ \t]*([A-Za-z0-9+/]{1,70}={0,2})(?![A-Za-z0-9+/=])")
+_BODY_NEXT = (_b(r"(?:\r?\n|\\r\\n|\\n)[ \t]*([A-Za-z0-9+/]{1,70}={0,2})(?![A-Za-z0-9+/=])"),
+              _b(r"(?:\r?\n|\\r\\n|\\n)[-+>][ \t]*([A-Za-z0-9+/]{1,70}={0,2})(?![A-Za-z0-9+/=])"))  # in a diff
 _LINE_END = (b"\n", b"\r\n", b"\\n", b"\\r\\n")
 _NOT_SECRET_BLOCK = re.compile(rb"-----BEGIN |ssh-(?:rsa|ed25519|dss) |ecdsa-sha2")
 
@@ -467,12 +468,15 @@ class KeyBodyRule:
                 continue
             stop, full = end, 1
             while True:
-                following = _BODY_NEXT.match(data, stop)
+                following = _next_body_line(data, stop, width)
                 if following is None:
                     break
+                line = following.group(1)
+                if len(line) != width:
+                    if line.endswith(b"=") or classes(line.decode()) == 3:
+                        stop = following.end(1)  # the last, shorter line (not the next command's name)
+                    break
                 stop = following.end(1)
-                if len(following.group(1)) != width:
-                    break  # the last, shorter line
                 full += 1
             if full < 2 or classes(view.text[begin:end]) < 3 or \
                     _NOT_SECRET_BLOCK.search(data, max(0, begin - 200), begin):
@@ -482,6 +486,17 @@ class KeyBodyRule:
 
 
 _B64_LINE = b"a" * 64
+
+
+def _next_body_line(data: bytes, position: int, width: int) -> re.Match[bytes] | None:
+    """The line after ``position`` if it can go on a key's body: of the same width, else the shorter
+    last line. A leading '+' is base64 -- or the diff's mark of an added line: whichever gives the width."""
+    plain, marked = (pattern.match(data, position) for pattern in _BODY_NEXT)
+    if plain is not None and len(plain.group(1)) == width:
+        return plain
+    if marked is not None and len(marked.group(1)) == width:
+        return marked
+    return plain or marked
 
 
 def _line_start(data: bytes, i: int) -> bool:
