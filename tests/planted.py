@@ -14,6 +14,7 @@ import json
 import random
 import re
 import string
+import urllib.parse
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -25,6 +26,7 @@ ALNUM = string.ascii_letters + string.digits
 B64 = ALNUM + "+/"
 URLSAFE = ALNUM + "-_"
 HEX = "0123456789abcdef"
+BECH32 = "QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L"
 
 #: Every kind the issue names, as the placeholder spells it.
 KINDS = (
@@ -151,9 +153,87 @@ class Factory:
         secrets.append(Secret("base64-secret", encoded, f"echo {encoded} | base64 -d >> ~/.bashrc", pieces=(key,)))
         return secrets
 
+    def survivors(self) -> list[Secret]:
+        """Issue 23 section 5: the values an attacker planted that stayed in the state DB, one of each form."""
+        r = self._rand
+        key_lines = [r(64, B64) for _ in range(8)]
+        discord_id = str(self.rng.randrange(10**17, 10**18 * 9))
+        discord = ".".join([base64.b64encode(discord_id.encode()).decode().rstrip("="), r(6, URLSAFE), r(38, URLSAFE)])
+        sas = urllib.parse.quote(base64.b64encode(self.rng.randbytes(32)).decode(), safe="")
+        values = [
+            ("aws-secret-key", r(40, B64), "aws configure set aws_secret_access_key {v}"),
+            ("password", self._password(), "redis-cli -h cache.internal -p 6379 -a {v} ping"),
+            ("password", self._password(), "echo {v} | docker login -u ci-bot --password-stdin registry.internal:5000"),
+            ("password", self._password(), "smbclient //fs.internal/share -U deploy%{v} -c 'ls'"),
+            ("password", self._password(), "ldapsearch -x -H ldap://ldap.internal -D cn=admin,dc=acme,dc=io -w {v} -b dc=acme,dc=io"),
+            ("password", self._password(), "htpasswd -b -c /etc/nginx/.htpasswd admin {v}"),
+            ("password", self._password(), "openssl pkcs12 -export -in cert.pem -inkey key.pem -out cert.p12 -passout pass:{v}"),
+            ("password", self._password(), "az login --service-principal -u http://ci-deploy -p {v} --tenant acme.onmicrosoft.com"),
+            ("aws-secret-key", r(40, B64), "The AWS secret access key for the deploy user is {v}, keep it out of git."),
+            ("token", r(32, HEX), "Twilio auth token {v} goes with account AC" + r(32, HEX) + "."),
+            ("discord-bot-token", discord, "client.run('{v}')"),
+            ("atlassian-api-token", "ATATT3" + r(177, URLSAFE) + "=" + r(8, HEX.upper()), "| jira | deploy@acme.io | {v} |"),
+            ("vault-service-token", "hvs." + r(91, URLSAFE), "logged in as ci with {v} (ttl 768h)"),
+            ("digitalocean-pat", "dop_v1_" + r(64, HEX), "doctl auth init -t {v}"),
+            ("shopify-access-token", "shpat_" + r(32, HEX), "| staging | {v} |"),
+            ("age-secret-key", "AGE-SECRET-KEY-1" + r(58, BECH32), "# public key: age1" + r(58, BECH32.lower()) + "\n{v}"),
+            ("azure-sas-signature", sas,
+             "https://acme.blob.core.windows.net/backups/db.bak?sv=2022-11-02&ss=b&srt=o&sp=r&se=2026-12-31T00:00:00Z&sig={v}"),
+            ("url-password", self._password(), "export REDIS_URL=redis://:{v}@cache.internal:6379/0"),
+            ("private-key", "\n".join(key_lines[2:6]), "$ sed -n '3,6p' ~/.ssh/id_rsa\n{v}"),
+        ]
+        return [Secret(kind, value, line.format(v=value)) for kind, value, line in values]
+
+    def variants(self) -> list[Secret]:
+        """Issue 23: more of the same, beyond its list -- other CLIs' password flags, other providers' shapes."""
+        r, pw = self._rand, self._password
+        telegram = f"{self.rng.randrange(10**8, 10**10)}:AA{r(33, URLSAFE)}"
+        values = [
+            ("password", pw(), "mysql -h db.internal -u root --password={v} billing"),
+            ("url-password", pw(), "psql postgresql://app:{v}@db.internal:5432/prod -c 'select 1'"),
+            ("password", pw(), "sshpass -p {v} scp backup.tar deploy@10.0.4.12:/srv"),
+            ("password", pw(), "curl -su admin:{v} https://ci.internal/api/json"),
+            ("password", pw(), "mongo admin -u root -p {v} --eval 'db.stats()'"),
+            ("password", pw(), "keytool -importkeystore -srckeystore app.p12 -srcstoretype PKCS12 -srcstorepass {v} -destkeystore app.jks"),
+            ("password", pw(), "zip -r -P {v} secrets.zip .env"),
+            ("password", pw(), "7z a -p{v} -mhe=on backup.7z data/"),
+            ("password", pw(), "gpg --batch --pinentry-mode loopback --passphrase {v} -d secrets.env.gpg"),
+            ("password", pw(), "sqlcmd -S db.internal -U sa -P {v} -Q 'SELECT 1'"),
+            ("password", pw(), "lftp -u deploy,{v} sftp://files.internal"),
+            ("password", pw(), "ssh-keygen -t ed25519 -N {v} -f ~/.ssh/deploy"),
+            ("password", pw(), "openssl enc -aes-256-cbc -salt -in db.sql -out db.sql.enc -k {v}"),
+            ("password", pw(), "unzip -P {v} secrets.zip"),
+            ("password", pw(), "rclone config create backup sftp host files.internal user deploy pass {v}"),
+            ("password", pw(), "wget --user=deploy --http-password={v} https://files.internal/db.sql"),
+            ("password", pw(), "psexec \\\\build01 -u ACME\\ci -p {v} cmd"),
+            ("password", pw(), '{{"username": "deploy", "password": "{v}"}}'),
+            ("password", pw(), "  password: {v}"),
+            ("password", pw(), "[pypi]\nusername = deploy\npassword = {v}"),
+            ("token", r(40), "kubectl --token {v} -n prod get pods"),
+            ("token", r(36), "npm config set //npm.internal/:_authToken {v}"),
+            ("vault-service-token", "hvs." + r(91, URLSAFE), "vault login {v}"),
+            ("token", base64.b64encode(f"deploy:{r(14)}".encode()).decode(), "_auth={v}"),
+            ("session-cookie", r(32, HEX[:10] + "abcdefghijklmnopqrstuvwxyz"), "Cookie: sessionid={v}; csrftoken=abc"),
+            ("heroku-api-key-v2", "HRKU-AA" + r(58, URLSAFE), "heroku auth:token\n{v}"),
+            ("telegram-bot-token", telegram, "curl https://api.telegram.org/bot{v}/getMe"),
+            ("discord-webhook", f"{self.rng.randrange(10**17, 10**18)}/{r(68, URLSAFE)}",
+             "curl -X POST -d @msg.json https://discord.com/api/webhooks/{v}"),
+            ("linear-api-key", "lin_api_" + r(40), "| linear | {v} |"),
+            ("postman-api-token", f"PMAK-{r(24, HEX)}-{r(34, HEX)}", "postman login --with-api-key {v}"),
+            ("grafana-service-account-token", f"glsa_{r(32)}_{r(8, HEX)}", "created the service account token {v} for ci"),
+            ("databricks-api-token", "dapi" + r(32, HEX), "databricks configure  # pasted {v}"),
+            ("sentry-user-token", "sntryu_" + r(64, HEX), "sentry-cli --auth-token-file t; cat t\n{v}"),
+        ]
+        return [Secret(kind, value, line.format(v=value)) for kind, value, line in values]
+
+    def _password(self) -> str:
+        return self._rand(8) + "#" + self._rand(5)
+
 
 #: Placeholder kinds of :meth:`Factory.forms`.
 FORM_KINDS = ("password", "github-token", "base64-secret")
+#: Placeholder kinds of :meth:`Factory.survivors` and :meth:`Factory.variants`.
+ISSUE23_KINDS = tuple(sorted({s.kind for s in Factory(0).survivors() + Factory(0).variants()}))
 
 
 def block(secrets: list[Secret]) -> str:
@@ -163,13 +243,17 @@ def block(secrets: list[Secret]) -> str:
 class Planter:
     """Plants a fresh secret set per position; remembers what went where."""
 
-    def __init__(self, seed: int = 4, *, forms: bool = False) -> None:
+    def __init__(self, seed: int = 4, *, forms: bool = False, issue23: bool = False) -> None:
         self.factory = Factory(seed)
         self.forms = forms  # plant Factory.forms() (issue 12) instead of Factory.secrets()
+        self.issue23 = issue23  # plant Factory.survivors() and .variants() (issue 23) instead
         self.planted: dict[str, list[Secret]] = {}
 
     def take(self, position: str) -> str:
-        fresh = self.factory.forms() if self.forms else self.factory.secrets()
+        if self.issue23:
+            fresh = self.factory.survivors() + self.factory.variants()
+        else:
+            fresh = self.factory.forms() if self.forms else self.factory.secrets()
         secrets = [replace(s, position=position) for s in fresh]
         self.planted.setdefault(position, []).extend(secrets)
         return block(secrets)

@@ -123,3 +123,73 @@ def _run_and_check(planter: Planter, planted_file: Path, tmp_path: Path, kinds: 
     if summary["written"]:
         assert any("[REDACTED:" in p.read_text() for p in library.rglob("SKILL.md"))
     assert "Redacted:" in result.stdout
+
+
+@pytest.mark.slow
+def test_issue_23_values_are_nowhere_in_the_state_db_indexes_logs_exports_or_the_hooks_answer(
+        corpus: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 23 (c): the values that once stayed in ``steps.command`` / ``steps.text`` and a manual's
+    Environment section, planted into a real session, then every place skillmill writes or prints:
+    the state DB, both recall indexes (``recall.duckdb``, ``vectors.sqlite``), the logs, an export,
+    and the hook's answer to a prompt that holds them all -- read as raw bytes."""
+    pytest.importorskip("model2vec")
+    import os
+    import subprocess
+    import sys
+
+    from tests.conftest import ROOT
+    from tests.test_eval_semantic import tiny_static_model
+
+    monkeypatch.setenv("SKILLMILL_EMBEDDER", f"static:{tiny_static_model(tmp_path / 'model')}")
+    planter = Planter(seed=23, issue23=True)
+    method, relative = SOURCES["mini-swe-agent"]  # a resolved SWE-bench run: it becomes a skill
+    source = corpus / relative
+    (tmp_path / "in").mkdir()
+    planted_file = method(planter, source, tmp_path / "in" / source.name)
+    shutil.copy(source.with_name(source.name.replace(".traj.json", ".report.json")), tmp_path / "in")
+    secrets = planter.secrets()
+    library, project = tmp_path / "skills", tmp_path / "project"
+
+    runner = CliRunner()
+    printed = []
+    for args in (["run", "--json", str(planted_file.parent), "--library", str(library)],
+                 ["review", "approve", "--all", "--by", "alice", "--library", str(library)],
+                 ["index"],
+                 ["export", "--agent", "claude-code", "--project", str(project), "--library", str(library), "--json"]):
+        result = runner.invoke(main, args, catch_exceptions=False)
+        assert result.exit_code in (0, 1), (args, result.output, printed)  # approve exits 1 when it refused some
+        printed.append((" ".join(args[:1]), result.output + result.stderr))
+    prompt = "\n".join(s.line for s in secrets) + "\nwhat did the session before this one do?"
+    payload = json.dumps({"session_id": "0b5e7a52-6f0e-4d1c-9a53-2f2f3c9f7e11", "cwd": str(project),
+                          "transcript_path": str(tmp_path / "t.jsonl"), "hook_event_name": "UserPromptSubmit",
+                          "prompt": prompt})
+    hook = subprocess.run([sys.executable, "-m", "pipeline", "hook", "claude-code"], input=payload,
+                          capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)},
+                          timeout=120, check=False)
+    assert hook.returncode == 0
+    printed.append(("hook", hook.stdout + hook.stderr))
+
+    home = settings.home()
+    files = [p for root in (home, library, project) for p in root.rglob("*") if p.is_file()]
+    names = {p.name for p in files}
+    assert {"skillmill.duckdb", "recall.duckdb", "vectors.sqlite"} <= names, sorted(names)
+    assert list(library.rglob("SKILL.md")), "the run wrote no skill: nothing would reach an export or the hook"
+    leaks = []
+    for where, text in printed:
+        leaks += _leaks(secrets, text, f"`skillmill {where}` output")
+    for path in files:
+        raw = path.read_bytes().decode("utf-8", errors="replace")
+        leaks += _leaks(secrets, raw, str(path.relative_to(tmp_path)))
+        leaks += _leaks_escaped(secrets, raw, str(path.relative_to(tmp_path)))
+    assert not leaks, "\n".join(sorted(set(leaks)))
+    con = duckdb.connect(str(settings.state_db_path()), read_only=True, config=CONFIG)
+    recorded = {kind for (kind,) in con.execute("SELECT DISTINCT kind FROM redactions").fetchall()}
+    con.close()
+    assert {"password", "url-password", "private-key", "vault-service-token", "discord-bot-token"} <= recorded
+
+
+def _leaks_escaped(secrets: list[Secret], text: str, where: str) -> list[str]:
+    """The same, for a value stored JSON-escaped (a '\\' or '"' in it is written escaped)."""
+    return [f"{s.kind} planted in {s.position} found (JSON-escaped) in {where}"
+            for s in secrets for fragment in s.fragments()
+            if json.dumps(fragment)[1:-1] != fragment and json.dumps(fragment)[1:-1] in text]

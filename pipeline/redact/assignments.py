@@ -73,6 +73,7 @@ _NOT_SECRET = frozenset({
     "passed", "passes", "passing", "through", "keyword", "keyword_only", "authors", "author", "authority",
     "authenticated", "authentication", "authorized", "authorize", "authorization", "key_id", "keyid", "keyring",
     "tokenizer", "tokenize", "tokens_used", "ssh", "gpg", "pgp", "pem", "cert", "certificate", "crt",
+    "stdin", "fd",  # --password-stdin, --passphrase-fd 0: where it is read from, not the value
 })
 #: Names whose values are identifiers or digests, never secrets, for the entropy rule.
 _NOT_ENTROPY = frozenset({

@@ -22,8 +22,8 @@ import binascii
 import re
 from collections.abc import Callable, Iterator
 
-from pipeline.redact.heuristics import is_wordlike
-from pipeline.redact.rules import MIN_RUN, PRIORITY_PROVIDER, Candidate, TokenRule, View
+from pipeline.redact.heuristics import classes, is_wordlike
+from pipeline.redact.rules import MIN_RUN, PRIORITY_PROVIDER, Candidate, TokenRule, View, token_span
 
 # -- wrapped tokens ---------------------------------------------------------------------------
 #: A line break (``\r\n``, ``\n`` or their JSON escapes), then the next line's diff or quote
@@ -83,17 +83,35 @@ class WrappedTokens:
         joined = data[head:brk] + data[resume:stop]
         for rule in rules:
             match = rule.pattern.match(joined)
-            if match is None or match.end() <= first:
+            token_start, end = token_span(match, rule.group) if match is not None else (0, 0)
+            if match is None or end <= first:
                 continue
-            if rule.bounded_after and match.end() < len(joined) and joined[match.end()] in _TOKEN_BYTES:
+            if rule.bounded_after and end < len(joined) and joined[end] in _TOKEN_BYTES:
                 continue
-            if rule.check is not None and not rule.check(joined[:match.end()].decode()):
+            if rule.check is not None and not rule.check(joined[token_start:end].decode()):
                 continue
-            alone = rule.pattern.fullmatch(data, head, brk)
-            if alone is not None and is_wordlike(text[resume:resume + match.end() - first]):
-                continue  # a whole token, then an ordinary word on the next line
-            return Candidate(head, resume + match.end() - first, rule.kind, rule.priority)
+            if _whole(rule, view, head, brk) and not _token_like(text[resume:resume + end - first]):
+                continue  # a whole token, then the next line's first word (``python3 run.py``)
+            return Candidate(head, resume + end - first, rule.kind, rule.priority)
         return None
+
+
+def _whole(rule: TokenRule, view: View, head: int, brk: int) -> bool:
+    """Is the line's part a whole token by itself (the rule and its check take it as it is)?"""
+    alone = rule.pattern.fullmatch(view.data, head, brk)
+    if alone is None:
+        return False
+    start, end = token_span(alone, rule.group)
+    return rule.check is None or rule.check(view.text[start:end])
+
+
+def _token_like(rest: str) -> bool:
+    """Could ``rest`` be the rest of a token cut by the line break, not an ordinary word?
+
+    Generated text of eight characters or more mixes upper case, lower case and digits nearly
+    always; a command, a word or a name (``python3``, ``h2o``, ``ls``) does not.
+    """
+    return len(rest) >= 8 and classes(rest) == 3 and not is_wordlike(rest)
 
 
 # -- base64 -----------------------------------------------------------------------------------

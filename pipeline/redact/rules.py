@@ -19,6 +19,8 @@ Heavier checks (entropy, JWT decoding, placeholder tests) run on candidates only
 
 from __future__ import annotations
 
+import base64
+import binascii
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -34,7 +36,7 @@ from detect_secrets.plugins.pypi_token import PypiTokenDetector
 from detect_secrets.plugins.sendgrid import SendGridDetector
 from detect_secrets.plugins.twilio import TwilioKeyDetector
 
-from pipeline.redact.heuristics import is_placeholder, is_wordlike, random_like
+from pipeline.redact.heuristics import classes, is_placeholder, is_wordlike, random_like
 
 #: Overlapping candidates: the higher priority wins (a provider key inside ``API_KEY=...`` is
 #: an ``openai-api-key``, not a generic ``api-key``).
@@ -149,6 +151,19 @@ def _jwt(value: str) -> bool:
     return JwtTokenDetector.is_formally_valid(value)
 
 
+_BASE64URL = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-"
+
+
+def _discord(value: str) -> bool:
+    """A Discord bot token's first part is base64 of the bot's id: 17 to 20 digits."""
+    head = value.split(".", 1)[0]
+    try:
+        decoded = base64.urlsafe_b64decode(head + "=" * (-len(head) % 4))
+    except (binascii.Error, ValueError):
+        return False
+    return decoded.isdigit() and 17 <= len(decoded) <= 20
+
+
 # -- provider tokens ------------------------------------------------------------------------
 @dataclass(frozen=True)
 class TokenRule:
@@ -162,9 +177,18 @@ class TokenRule:
     priority: int = PRIORITY_PROVIDER
     #: For dotted tokens (``SG.<run>``, ``ya29.<run>``): the literal just before the run.
     before: bytes = b""
+    #: The group of ``pattern`` that is the token (gitleaks' rules match a boundary after it);
+    #: ``FIRST_GROUP``: the first group that took part in the match, or the whole match (gitleaks' rule).
+    group: int = 0
+    #: The two characters a run can start with, when the pattern does not open with them.
+    start: frozenset[bytes] = frozenset()
+    #: What the text just before the token must end with (``\d+:`` before a Telegram bot's secret).
+    after: re.Pattern[bytes] | None = None
 
     def starts(self) -> set[bytes]:
         """The two characters a run can start with, for dispatch."""
+        if self.start:
+            return set(self.start)
         source = self.pattern.pattern
         literal = re.match(rb"[A-Za-z0-9_-]{2}", source)
         if literal:
@@ -205,10 +229,26 @@ def token_rules() -> list[TokenRule]:
         TokenRule("llm-api-key", _b(r"r8_[A-Za-z0-9]{30,}"), _random(30)),
         TokenRule("jwt", _b(r"eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*"), _jwt,
                   priority=PRIORITY_STRUCTURE + 5),
+        # base64 of the bot's numeric id, a timestamp, an HMAC: gitleaks has no rule for it
+        TokenRule("discord-bot-token", _b(r"[MNO][A-Za-z0-9_-]{23,27}\.[A-Za-z0-9_-]{6}\.[A-Za-z0-9_-]{27,38}"),
+                  _discord, bounded_after=True, start=frozenset(f"{a}{b}".encode() for a in "MNO" for b in _BASE64URL)),
+        TokenRule("telegram-bot-token", _b(r"AA[A-Za-z0-9_-]{33}"), _random(30), bounded_after=True,
+                  after=re.compile(rb"(?<![0-9])[0-9]{6,12}:\Z")),
     ]
 
 
 _MAILCHIMP = _b(MailchimpDetector.denylist[0])
+FIRST_GROUP = -1
+
+
+def token_span(match: re.Match[bytes], group: int) -> tuple[int, int]:
+    """Where the token is in a rule's match (:attr:`TokenRule.group`)."""
+    if group != FIRST_GROUP:
+        return match.span(group)
+    for number in range(1, (match.re.groups or 0) + 1):
+        if match.start(number) >= 0:
+            return match.span(number)
+    return match.span()
 
 
 class TokenScanner:
@@ -263,25 +303,38 @@ class TokenScanner:
                 if joined is not None:
                     yield joined
                     continue
+            found = None
             for rule in rules:
                 match = rule.pattern.match(data, start)
                 if match is None:
                     continue
-                stop = match.end()
+                begin, stop = token_span(match, rule.group)
                 if rule.bounded_after and stop < len(data) and data[stop] in _ALNUM:
                     continue
-                if rule.check is not None and not rule.check(text[start:stop]):
+                if rule.after is not None and not rule.after.search(data, max(0, begin - 24), begin):
                     continue
-                yield Candidate(start, stop, rule.kind, rule.priority)
+                if rule.check is not None and not rule.check(text[begin:stop]):
+                    continue
+                found = Candidate(begin, stop, rule.kind, rule.priority)
                 break
+            if found is not None:
+                yield found
+            elif wrapped is not None and start and data[start - 1] in _LINE_START and (
+                    start < 2 or data[start - 2] in _LINE_START):  # a run no rule took may end a wrapped token
+                joined = wrapped.second_part(view, start, end)
+                if joined is not None:
+                    yield joined
 
     def _dotted(self, view: View, start: int) -> Candidate | None:
         for rule in self.dotted:
             begin = start - len(rule.before)
             if begin >= 0 and view.data.startswith(rule.before, begin):
                 match = rule.pattern.match(view.data, begin)
-                if match and (begin == 0 or view.data[begin - 1] not in _ALNUM):
-                    return Candidate(begin, match.end(), rule.kind, rule.priority)
+                if match is None or (begin and view.data[begin - 1] in _ALNUM):
+                    continue
+                token_start, token_end = token_span(match, rule.group)
+                if rule.check is None or rule.check(view.text[token_start:token_end]):
+                    return Candidate(token_start, token_end, rule.kind, rule.priority)
         return None
 
 
@@ -289,10 +342,13 @@ class TokenScanner:
 # detect-secrets' URL rule (``BasicAuthDetector``) leaves sub-delimiters (``!$&'()*+,;=``) out
 # of the password, so ``postgres://app:Pa55!word@db`` goes through: RFC 3986 allows them in
 # userinfo, and generated passwords use them. Only what cannot be inside userinfo ends it here.
-_URL_PASSWORD = _b(r"://[^\s:/?#\[\]@\"'`<>]+:([^\s/?#\[\]@\"'`<>]+)@")
+# The user may be empty (``redis://:pw@host``), and a password typed with a '#' in it is still
+# one when '@' follows before any '/' (``postgres://app:pa#ss@db``).
+_URL_PASSWORD = _b(r"://[^\s:/?#\[\]@\"'`<>]*:([^\s/?\[\]@\"'`<>]+)@")
 assert BasicAuthDetector.denylist[0].pattern.startswith("://")  # the same anchor as theirs
 _URL_TOKEN = _b(r"://([A-Za-z0-9_-]{20,})@")
 _SLACK_HOOK = _b(r"hooks\.slack\.com/(?:services|workflows|triggers)/([A-Za-z0-9_/-]{16,})")
+_DISCORD_HOOK = _b(r"(?:(?:www|canary|ptb)\.)?discord(?:app)?\.com/api/webhooks/[0-9]{17,20}/([A-Za-z0-9_-]{60,72})")
 
 
 class UrlRule:
@@ -318,6 +374,10 @@ class UrlRule:
                 hook = _SLACK_HOOK.match(data, position + 7)
             if hook:
                 yield Candidate(hook.start(1), hook.end(1), "slack-webhook", PRIORITY_PROVIDER)
+            if b"discord" in data[position + 3:position + 20]:
+                hook = _DISCORD_HOOK.match(data, position + 3)
+                if hook:
+                    yield Candidate(hook.start(1), hook.end(1), "discord-webhook", PRIORITY_PROVIDER)
             position = data.find(b"://", position + 3)
 
 
@@ -370,6 +430,82 @@ class PrivateKeyRule:
                 tail = _PUTTY_END.search(data, match.end(), match.end() + _MAX_BLOCK)
                 end = tail.end() if tail else _BODY.match(data, match.end()).end()  # type: ignore[union-attr]
                 yield Candidate(match.start(), end, self.kind, PRIORITY_BLOCK)
+
+
+# A key's body printed without its BEGIN line (``sed -n 2,10p id_rsa``, a paste that lost it):
+# lines of exactly 64 (PEM) or 70 (OpenSSH) base64 characters, one after the other.
+_B64_CHARS = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
+_B64_MARK = bytes(ord("a") if c in _B64_CHARS else ord(" ") for c in range(256))
+_BODY_NEXT = (_b(r"(?:\r?\n|\\r\\n|\\n)[ \t]*([A-Za-z0-9+/]{1,70}={0,2})(?![A-Za-z0-9+/=])"),
+              _b(r"(?:\r?\n|\\r\\n|\\n)[-+>][ \t]*([A-Za-z0-9+/]{1,70}={0,2})(?![A-Za-z0-9+/=])"))  # in a diff
+_LINE_END = (b"\n", b"\r\n", b"\\n", b"\\r\\n")
+_NOT_SECRET_BLOCK = re.compile(rb"-----BEGIN |ssh-(?:rsa|ed25519|dss) |ecdsa-sha2")
+
+
+class KeyBodyRule:
+    """Two or more lines of a private key's body, with no BEGIN line before them."""
+
+    kind = "private-key"
+
+    @staticmethod
+    def wanted(view: View) -> bool:
+        return len(view.data) >= 130
+
+    def find(self, view: View) -> Iterator[Candidate]:
+        data = view.data
+        marked = data.translate(_B64_MARK)
+        position = marked.find(_B64_LINE)
+        while position >= 0:
+            end = marked.find(b" ", position)
+            end = len(marked) if end < 0 else end
+            # after a JSON-escaped line break the run began with its 'n'
+            begin = position + 1 if position and data[position - 1] == 0x5C else position
+            if data[begin:begin + 1] == b"+" and end - begin in (65, 71) and _line_start(data, begin):
+                begin += 1  # a line a diff added
+            position = marked.find(_B64_LINE, end)
+            width = end - begin
+            if width not in (64, 70) or not data.startswith(_LINE_END, end) or not _line_start(data, begin):
+                continue
+            stop, full = end, 1
+            while True:
+                following = _next_body_line(data, stop, width)
+                if following is None:
+                    break
+                line = following.group(1)
+                if len(line) != width:
+                    if line.endswith(b"=") or classes(line.decode()) == 3:
+                        stop = following.end(1)  # the last, shorter line (not the next command's name)
+                    break
+                stop = following.end(1)
+                full += 1
+            if full < 2 or classes(view.text[begin:end]) < 3 or \
+                    _NOT_SECRET_BLOCK.search(data, max(0, begin - 200), begin):
+                continue  # the whole-block rule's, or a certificate, a public key, a signature
+            position = marked.find(_B64_LINE, stop)
+            yield Candidate(begin, stop, self.kind, PRIORITY_BLOCK - 1)
+
+
+_B64_LINE = b"a" * 64
+
+
+def _next_body_line(data: bytes, position: int, width: int) -> re.Match[bytes] | None:
+    """The line after ``position`` if it can go on a key's body: of the same width, else the shorter
+    last line. A leading '+' is base64 -- or the diff's mark of an added line: whichever gives the width."""
+    plain, marked = (pattern.match(data, position) for pattern in _BODY_NEXT)
+    if plain is not None and len(plain.group(1)) == width:
+        return plain
+    if marked is not None and len(marked.group(1)) == width:
+        return marked
+    return plain or marked
+
+
+def _line_start(data: bytes, i: int) -> bool:
+    j = i
+    while j and data[j - 1] in b" \t":
+        j -= 1
+    if j and data[j - 1] in b"+->":  # a diff's or a quote's line marker
+        j -= 1
+    return j == 0 or data[j - 1] == 0x0A or data[j - 2:j] == b"\\n"
 
 
 # -- Authorization headers ----------------------------------------------------------------
