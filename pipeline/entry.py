@@ -22,6 +22,8 @@ FAST = {"recall": "pipeline.recall.cli", "hook": "pipeline.agents.cli"}
 
 def main() -> None:
     args = sys.argv[1:]
+    if (reason := _unsafe_state()) is not None:
+        _refuse(args, reason)
     if args and args[0] in FAST:
         _fast(args[0], args[1:])
     if args and args[0] == "run":  # a warm process with Prefect imported takes it, if one is up
@@ -32,6 +34,31 @@ def main() -> None:
     from pipeline.cli import main as group
 
     group()
+
+
+def _unsafe_state() -> str | None:
+    """Why skillmill's home or library may not be used: another account's folder, or one others may write."""
+    from pipeline import private, settings
+
+    for folder in (settings.home(), settings.library_dir()):
+        if (reason := private.why_unsafe(folder)) is not None:
+            return reason
+    return None
+
+
+def _refuse(args: list[str], reason: str) -> None:
+    """One line and exit 2; a hook prints nothing on stdout (the agent goes on) and says why on stderr only:
+    its own log lives in the folder that is refused."""
+    if args[:1] == ["hook"]:
+        sys.stderr.write(f"skillmill hook: {reason}; answered nothing\n")
+        sys.exit(0)
+    from pipeline.errors import UsageError
+
+    _fail(UsageError(f"{reason}: skillmill keeps people's sessions and serves text to their agents, so it uses only "
+                     "folders that are yours alone",
+                     hint="chmod go-w it if it is yours, or set SKILLMILL_HOME / SKILLMILL_LIBRARY to a folder of "
+                          "your own (the default ~/.skillmill is made owner-only)"))
+    sys.exit(2)
 
 
 def _prog() -> str:

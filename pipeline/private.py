@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import stat
 from pathlib import Path
 
 TYPE_CHECKING = False  # as typing.TYPE_CHECKING, without importing typing on the hook path
@@ -61,3 +62,67 @@ def write_text(path: Path, text: str) -> None:
     """Write ``text`` (UTF-8) to ``path``, owner-only."""
     with open_file(path, "wb") as handle:
         handle.write(text.encode("utf-8"))
+
+
+def why_unsafe(folder: Path) -> str | None:
+    """Why ``folder`` may not hold skillmill's state, or None when it may (checked as ssh checks its files).
+
+    The folder itself, once it exists, must belong to this user and be closed to writes by group and
+    others; each folder above it must belong to this user or root and be closed to writes by others unless
+    it is sticky (``/tmp``): otherwise another account could have made it, or could swap what is in it --
+    bind the recall socket first and answer the prompts, plant the skills the hook serves.
+    """
+    uid = os.geteuid()
+    path = Path(os.path.abspath(Path(folder).expanduser()))
+    try:
+        real = Path(os.path.realpath(path))
+    except OSError:
+        return None
+    for place in [real, *real.parents]:
+        try:
+            info = os.stat(place)
+        except FileNotFoundError:
+            continue  # not made yet: made by us, owner-only
+        except OSError:
+            return None  # unreadable: whoever opens it says why
+        if place == real:
+            if info.st_uid != uid:
+                return f"{path} belongs to another account (uid {info.st_uid}), not to you (uid {uid})"
+            if info.st_mode & 0o022:
+                return f"{path} may be written by {'others' if info.st_mode & 0o002 else 'its group'} " \
+                       f"(mode {stat.S_IMODE(info.st_mode):o})"
+        else:
+            if info.st_uid not in (uid, 0):
+                return f"{place}, which holds {path}, belongs to another account (uid {info.st_uid})"
+            if info.st_mode & 0o002 and not info.st_mode & stat.S_ISVTX:
+                return f"{place}, which holds {path}, may be written by others (mode {stat.S_IMODE(info.st_mode):o})"
+    return None
+
+
+@contextlib.contextmanager
+def socket_address(path: Path):  # type: ignore[no-untyped-def]
+    """The name to bind or connect a Unix socket at ``path`` by: the path itself, or, when it is longer than
+    the 107 bytes a socket name may hold, the same file reached through this process's descriptor of its
+    folder (``/proc/self/fd/N/name``), valid while the block runs."""
+    name = os.fsencode(path)
+    if len(name) < 100:
+        yield str(path)
+        return
+    fd = os.open(Path(path).parent, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    try:
+        yield f"/proc/self/fd/{fd}/{Path(path).name}"
+    finally:
+        os.close(fd)
+
+
+def peer_uid(sock: object) -> int | None:
+    """The user id of the process at the other end of a connected Unix socket (``SO_PEERCRED``; None where the
+    system does not say)."""
+    import socket
+    import struct
+
+    option = getattr(socket, "SO_PEERCRED", None)
+    if option is None:
+        return None
+    raw = sock.getsockopt(socket.SOL_SOCKET, option, struct.calcsize("3i"))  # type: ignore[attr-defined]
+    return struct.unpack("3i", raw)[1]

@@ -24,6 +24,7 @@ from pathlib import Path
 import psutil
 import pytest
 
+from pipeline import private
 from pipeline.execution import shared_server, warm
 from pipeline.execution.lock import run_lock
 from tests.conftest import ROOT, SAMPLES
@@ -199,11 +200,13 @@ def test_the_clients_umask_and_ignored_hangup_hold_in_the_warm_run(tmp_path: Pat
 
 def test_a_socket_another_user_made_is_never_handed_anything(tmp_path: Path, prefect_home: Path,
                                                              homes: list[Path]) -> None:
-    """The name is guessable (``/proc/net/unix`` lists it): the client checks who listens before it sends."""
+    """The socket lives in the owner-only home (issue 23.4: an abstract name could be taken by anyone once the
+    warm process idled): another account cannot make it; and the client checks who listens before it sends."""
     if os.geteuid() != 0:
         pytest.skip("needs root to listen as another user")
     env = env_for(tmp_path, "user", prefect_home, homes)
-    name = warm.address(warm.key(env, ROOT))
+    name = warm.address(warm.key(env, ROOT), env)
+    Path(env["SKILLMILL_HOME"]).mkdir(mode=0o700, exist_ok=True)
     read, write = os.pipe()
     ready_read, ready_write = os.pipe()
     pid = os.fork()
@@ -212,7 +215,13 @@ def test_a_socket_another_user_made_is_never_handed_anything(tmp_path: Path, pre
             os.setgid(65534)
             os.setuid(65534)
             with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
-                sock.bind(name)
+                try:
+                    with private.socket_address(name) as at:
+                        sock.bind(at)
+                except PermissionError:  # the owner-only home: it cannot make the socket at all
+                    os.write(ready_write, b"!")
+                    os.write(write, b"nothing")
+                    os._exit(0)
                 sock.listen(1)
                 sock.settimeout(120)
                 os.write(ready_write, b"!")
@@ -309,7 +318,7 @@ def test_another_users_connection_is_refused(tmp_path: Path, prefect_home: Path,
         pytest.skip("needs root to connect as another user")
     env = env_for(tmp_path, "user", prefect_home, homes)
     keeper = primed(env)
-    name = warm.address(warm.key(env, ROOT))  # with our uid in it: the name another user would have to guess
+    name = warm.address(warm.key(env, ROOT), env)  # in the owner-only home
     read, write = os.pipe()
     pid = os.fork()
     if pid == 0:  # as nobody: connect and send a well-formed request
@@ -318,7 +327,12 @@ def test_another_users_connection_is_refused(tmp_path: Path, prefect_home: Path,
             os.setuid(65534)
             with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
                 sock.settimeout(20)
-                sock.connect(name)
+                try:
+                    with private.socket_address(name) as at:
+                        sock.connect(at)
+                except PermissionError:  # the home is closed to it: it never reaches the socket
+                    os.write(write, b"refused")
+                    os._exit(0)
                 request = json.dumps({"key": warm.key(env, ROOT), "argv": ["skillmill", "run"], "prog": "skillmill",
                                       "env": env, "cwd": "/", "started": 0.0}).encode()
                 socket.send_fds(sock, [struct.pack(">I", len(request))], [0, 1, 2])
@@ -345,7 +359,8 @@ def test_the_wire_refuses_a_request_that_is_not_one(tmp_path: Path, prefect_home
                     struct.pack(">I", len(wrong_key)) + wrong_key, b"\x00\x00\x00\x09[[[[[[[[[" + b"x" * 3):
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
             sock.settimeout(20)
-            sock.connect(warm.address(warm.key(env, ROOT)))
+            with private.socket_address(warm.address(warm.key(env, ROOT), env)) as at:
+                sock.connect(at)
             socket.send_fds(sock, [payload[:4]], [0, 1, 2])
             try:
                 sock.sendall(payload[4:])

@@ -99,9 +99,19 @@ def _profiles(env: dict[str, str]) -> list[str]:
     return found
 
 
-def address(digest: str) -> str:
-    """The abstract socket name (Linux: no file, gone with the process)."""
-    return f"\0skillmill-warm-{os.getuid()}-{digest}"
+def address(digest: str, env: dict[str, str] | None = None) -> Path:
+    """The warm process's socket: a file in the owner-only home, where no other account can bind it first or
+    connect (an abstract name, guessable from ``/proc/net/unix``, could be taken by anyone once it idled)."""
+    from pipeline import settings
+
+    return settings.home(env) / f"warm-{digest[:20]}.sock"
+
+
+def _connect(sock: socket.socket, path: Path) -> None:
+    from pipeline import private
+
+    with private.socket_address(path) as name:
+        sock.connect(name)
 
 
 def code_root() -> Path:
@@ -146,7 +156,7 @@ def hand_over(args: list[str], prog: str) -> int | None:
     digest = key(env, code_root())
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
-        sock.connect(address(digest))
+        _connect(sock, address(digest, env))
     except OSError:  # none is up: this run is cold, and leaves one for the next
         sock.close()
         started_env = env
@@ -289,10 +299,41 @@ class Listener:
     imports waits in the backlog instead of paying the import again."""
 
     def __init__(self, digest: str) -> None:
+        import errno
+        import fcntl
+
+        from pipeline import private
+
         self.digest = digest
+        self.path = address(digest)
+        private.mkdir(self.path.parent)
         self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self.sock.bind(address(digest))  # OSError (EADDRINUSE): another warm process has this setup
-        self.sock.listen(16)
+        # one warm process per setup: taking the name is check (does one answer?), unlink, bind, under a lock
+        with private.open_file(self.path.with_suffix(".lock"), "ab") as lock:
+            fcntl.flock(lock.fileno(), fcntl.LOCK_EX)
+            probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            try:
+                _connect(probe, self.path)
+                self.sock.close()
+                raise OSError(errno.EADDRINUSE, "another warm process has this setup", str(self.path))
+            except (FileNotFoundError, ConnectionRefusedError):
+                pass  # none, or the file a killed one left
+            finally:
+                probe.close()
+            self.path.unlink(missing_ok=True)
+            with private.socket_address(self.path) as name:
+                self.sock.bind(name)
+            os.chmod(self.path, 0o600)
+            self.inode = os.stat(self.path).st_ino
+            self.owner = os.getpid()
+            self.sock.listen(16)
+
+    def close(self) -> None:
+        """Close the socket, and remove its file if it is still this one's (not a successor's)."""
+        self.sock.close()
+        with contextlib.suppress(OSError):
+            if os.stat(self.path).st_ino == self.inode:
+                self.path.unlink()
 
     def serve(self, idle_s: float, home: Path, added_env: dict[str, str], since: float) -> Request | None:
         """Accept runs until idle; in a runner, return its :class:`Request` (the caller runs it).
@@ -303,7 +344,10 @@ class Listener:
         try:
             return self._serve(idle_s, home, added_env, since)
         finally:
-            self.sock.close()  # a client queued behind the last run gets EOF, and runs cold
+            if os.getpid() == self.owner:
+                self.close()  # a client queued behind the last run gets EOF, and runs cold
+            else:
+                self.sock.close()  # a runner: the file is the warm process's
 
     def _serve(self, idle_s: float, home: Path, added_env: dict[str, str], since: float) -> Request | None:
         fingerprint = code_fingerprint(since)

@@ -31,8 +31,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from pipeline import private
 from pipeline.atomic import write as atomic_write
-from pipeline.errors import SkillFileError
+from pipeline.errors import SkillFileError, UsageError
 from pipeline.library import markdown, memory
 from pipeline.library.audit import AuditLog, sha256_file
 from pipeline.library.history import History
@@ -67,6 +68,8 @@ class StoredSkill:
 class Library:
     def __init__(self, root: Path) -> None:
         self.root = Path(root).expanduser().absolute()  # paths in the index must not depend on the cwd
+        if (reason := private.why_unsafe(self.root)) is not None:  # what is here reaches agents: ours alone
+            raise UsageError(f"library {reason}", hint="chmod go-w it if it is yours, or use a library of your own")
         self.history = History(self.root)
         self.audit = AuditLog(self.root)
         self._rejected_cache: tuple[int, list[StoredSkill]] | None = None

@@ -22,7 +22,7 @@ import threading
 import time
 from pathlib import Path
 
-from pipeline import settings
+from pipeline import private, settings
 
 TYPE_CHECKING = False  # as typing.TYPE_CHECKING, without importing typing on the hook path
 if TYPE_CHECKING:
@@ -69,7 +69,10 @@ def ask(request: dict[str, Any], timeout: float = ASK_TIMEOUT_S, path: Path | No
     try:
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
             sock.settimeout(timeout)
-            sock.connect(str(path))
+            with private.socket_address(path) as address:
+                sock.connect(address)
+            if private.peer_uid(sock) not in (os.getuid(), None):  # another account listens: never ask, never print
+                return None
             sock.sendall(json.dumps(request).encode() + b"\n")
             data = b""
             while not data.endswith(b"\n"):
@@ -133,12 +136,11 @@ class Server:
         if ask({"query": ""}, timeout=0.5, path=self.path) is not None:
             return False
         self.path.unlink(missing_ok=True)
-        from pipeline import private
-
         private.mkdir(self.path.parent)
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
-            sock.bind(str(self.path))
+            with private.socket_address(self.path) as address:
+                sock.bind(address)
         except OSError:
             sock.close()
             return False
