@@ -42,19 +42,26 @@ def evidence_refusals(skill: Skill) -> list[str]:
     return [f"sources: learned only from sessions whose outcome is {outcomes}, with no check that passed"]
 
 
-def command_refusals(skill: Skill) -> list[str]:
-    """The lines of SKILL that are not ordinary project commands, each with where it is and why."""
-    reasons: dict[str, str] = {}  # why -> where it is first
+def command_lines(skill: Skill) -> list[tuple[str, str]]:
+    """(where, line) for every command line a batch judges: the commands of procedure, pitfalls and
+    verification, and the command lines in backticks (or shell blocks) of the prose."""
+    found: list[tuple[str, str]] = []
     for place in places(skill):
         if not place.text:
             continue
         if place.command:
-            lines = [place.text]
+            found.append((place.where, place.text))
         else:
-            lines = [span for span in code_spans(place.text) if looks_like_command(span)]
-        for line in lines:
-            for why in why_not_ordinary(line):
-                reasons.setdefault(why, place.where)
+            found += [(place.where, span) for span in code_spans(place.text) if looks_like_command(span)]
+    return found
+
+
+def command_refusals(skill: Skill) -> list[str]:
+    """The lines of SKILL that are not ordinary project commands, each with where it is and why."""
+    reasons: dict[str, str] = {}  # why -> where it is first
+    for where, line in command_lines(skill):
+        for why in why_not_ordinary(line):
+            reasons.setdefault(why, where)
     return [f"{where}: not an ordinary project command: {why}" for why, where in reasons.items()]
 
 

@@ -9,7 +9,9 @@ approval), taking texts and importing nothing else from the project:
   ``scan_command(text)``, ``scan_commands(texts)`` for the command lines of one skill;
 * ``prose``: text addressed to AI agents, secrets, and the commands prose holds --
   ``scan_text(text)``, ``scan_command_text(text)``;
-* ``ordinary``: the default-deny list for batch approval -- ``why_not_ordinary(text)``;
+* ``ordinary``: what batch approval lets through, a closed description -- ``why_not_ordinary(text)``;
+  its per-program tables are data, ``ordinary.toml`` (read and checked by ``tables``, value kinds
+  in ``kinds``);
 * ``findings``: ``Finding``, the rule ids (``RULES``) and the review codes they count under.
 """
 

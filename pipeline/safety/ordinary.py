@@ -1,76 +1,33 @@
-"""Ordinary project commands: the only ones a batch approval lets through (default-deny).
+"""Ordinary project commands: the only ones a batch approval lets through (a closed description).
 
-A command line is ordinary when the shell reader reads it exactly and every simple command in
-it is one of: the repository's tests, build or lint (``pytest``, ``python -m pytest``, ``tox``,
-``python tests/runtests.py``, ``bin/test``, ``npm test``, ``npm run X``, ``cargo test``,
-``go test``, ``make X``, ``ruff``, ``mypy``, ``tsc`` ...); running the project's own files or
-modules (``python path/to/file.py``, ``python -m package``, ``./script``); read-only looks
-(``ls``, ``cat``/``grep`` of project files, ``git status/diff/log/show``); installs of named
-packages from the default index (``pip install name==1.0``, ``pip install -e .``,
-``pip install -r requirements.txt``, ``npm install name``, ``npm ci``, ``cargo add``); and
-deleting build output (``rm -rf build/ dist/``: the next build makes it again).
+A command line is ordinary when the shell reader reads it exactly and every simple command in it
+is a program the tables in ``ordinary.toml`` name -- the repository's tests, build and lint
+(``pytest``, ``python -m pytest``, ``tox``, ``npm test``, ``cargo test``, ``go test ./...``, ``make
+test`` ...), its own files (``python tests/runtests.py``, ``bin/test``, ``./gradlew``), read-only
+looks (``ls``, ``cat``, ``grep``, ``git status/diff/log``), installs of named packages from the
+default index (``pip install -e .``, ``npm ci``) and deleting build output -- given only words
+its table allows: named flags known to be harmless, options whose values are of the kind the
+table says, operands inside the checkout. Besides: no environment assignment outside the table's
+short list, no wrapper but ``uv run``/``timeout``/``env VAR=x`` and the like, no URL but a local
+one, no ``$VARIABLE`` (its value is not in the line), no brace expansion, no redirection into a
+file, no command substitution, here-document or ``bash -c``.
 
-Anything else -- inline code (``python -c``), edits (``sed -i``), system packages, network
-tools, ``git`` commands that change state, redirections into files, command substitution --
-is not ordinary: a person approves the skill by name after reading the line.
+Anything else -- another program, a flag the table does not name (``--basetemp``, ``-p plugin``,
+``--rootdir``), a value outside the checkout in either spelling (``-f /tmp/x.mk``,
+``--file=/tmp/x.mk``) -- is not ordinary: a person approves the skill by name after reading the
+line. ``why_not_ordinary`` says why in one line per command.
 """
 
 from __future__ import annotations
 
 import re
 
+from pipeline.safety.kinds import assignment, check, outside, project_value
 from pipeline.safety.shell import Command, parse
-from pipeline.safety.words import (
-    CREDENTIAL_PATH,
-    command_host,
-    is_build_output,
-    is_local_host,
-    is_python,
-    looks_like_command,
-    normal,
-)
+from pipeline.safety.tables import TABLES, Table
+from pipeline.safety.words import is_local_url, looks_like_command
 
 __all__ = ["is_ordinary", "looks_like_command", "why_not_ordinary"]
-
-_TEST_RUNNERS = {"pytest", "py.test", "tox", "nox", "ctest", "jest", "vitest", "mocha", "phpunit", "rspec",
-                 "unittest", "trial", "ava", "tap", "karma"}
-_LINTERS = {"ruff", "flake8", "black", "isort", "mypy", "pyright", "pylint", "eslint", "prettier", "tsc", "biome",
-            "golangci-lint", "gofmt", "rustfmt", "shellcheck", "codespell", "pydocstyle", "pycodestyle", "yapf",
-            "autopep8", "stylelint", "clang-format", "ktlint", "rubocop", "bandit", "vulture", "dmypy"}
-_PY_MODULES = {"pytest", "unittest", "tox", "nox", "mypy", "black", "isort", "flake8", "ruff", "pylint", "build",
-               "compileall", "doctest", "coverage", "pyright", "pycodestyle", "pydocstyle", "json.tool", "timeit",
-               "py_compile", "tabnanny", "django", "sphinx"}
-_NOT_MODULES = {"http.server", "smtpd", "webbrowser", "ensurepip", "pip", "venv", "site", "ftplib", "telnetlib",
-                "base64", "pdb", "code", "idlelib", "pydoc", "zipapp", "runpy", "trace", "cProfile", "profile"}
-_JS_TOOLS = _TEST_RUNNERS | _LINTERS | {"playwright", "next", "vite", "tsx", "ts-node", "turbo", "nx", "webpack",
-                                        "rollup", "esbuild", "jest", "vitest", "lerna", "tsup"}
-_READ_ONLY = {"ls", "cat", "head", "tail", "wc", "grep", "egrep", "fgrep", "rg", "ag", "ack", "tree", "pwd", "echo",
-              "printf", "which", "type", "file", "stat", "du", "diff", "cmp", "sort", "uniq", "cut", "tr", "nl",
-              "column", "jq", "basename", "dirname", "realpath", "date", "true", "false", "ps", "less", "more",
-              "cd", "test", "[", "sleep", "uname", "whoami", "id", "md5sum", "sha256sum", "find", "fd",
-              "tac", "xxd", "od", "strings", "readlink", "sed"}
-_GIT_READ = {"status", "diff", "log", "show", "blame", "rev-parse", "ls-files", "grep", "describe", "shortlog",
-             "branch", "remote", "tag", "ls-tree", "cat-file", "rev-list", "merge-base", "whatchanged", "reflog"}
-_BUILD = {"mvn": {"test", "verify", "compile", "package", "install", "clean", "validate", "test-compile"},
-          "gradle": {"test", "build", "check", "assemble", "compileJava", "clean", "compileKotlin"},
-          "cargo": {"test", "build", "check", "clippy", "fmt", "run", "bench", "doc", "tree", "metadata", "nextest"},
-          "go": {"test", "build", "vet", "fmt", "run", "list", "version", "env"},
-          "dotnet": {"test", "build", "restore", "format"},
-          "swift": {"test", "build"}, "bundle": {"exec", "install"}, "rake": None, "meson": {"test", "compile"},
-          "ninja": None, "cmake": None, "bazel": {"test", "build"}, "sbt": {"test", "compile"}}
-_REQUIREMENT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*(?:\[[A-Za-z0-9._,\s-]+\])?"
-                          r"(?:\s*(?:===|==|>=|<=|~=|!=|<|>)\s*[A-Za-z0-9.*+!_-]+(?:\s*,\s*(?:===|==|>=|<=|~=|!=|<|>)"
-                          r"\s*[A-Za-z0-9.*+!_-]+)*)?$")
-_NPM_PACKAGE = re.compile(r"^(?:@[a-z0-9][\w.-]*/)?[a-z0-9][\w.-]*(?:@[\w.^~<>=*|-]+)?$", re.I)
-_PIP_FLAGS = {"-e", "--editable", "-r", "--requirement", "-c", "--constraint", "-U", "--upgrade", "-q", "--quiet",
-              "-v", "--verbose", "--no-deps", "--pre", "--no-cache-dir", "--force-reinstall", "--no-build-isolation",
-              "--user", "--upgrade-strategy", "--no-input", "--disable-pip-version-check", "-y", "--yes",
-              "--dev", "--group", "--optional", "-D", "--system"}
-_NPM_FLAGS = {"-D", "--save-dev", "-S", "--save", "-E", "--save-exact", "--legacy-peer-deps", "--no-audit",
-              "--no-fund", "--silent", "-O", "--save-optional", "--frozen-lockfile", "--prefer-offline", "--dev",
-              "--exact", "-w", "--ignore-scripts", "--no-save"}
-_DENIED_SCRIPTS = {"dlx", "exec", "x", "config", "set", "global", "publish", "login", "adduser", "token", "link",
-                   "unlink", "plugin", "policies", "npm", "node", "create", "init", "pack", "deploy", "release"}
 
 
 def why_not_ordinary(text: str) -> list[str]:
@@ -100,283 +57,295 @@ def _command(command: Command) -> str | None:
     for redirect in command.redirects:
         if redirect.writes and redirect.target not in ("/dev/null", "/dev/stdout", "/dev/stderr"):
             return f"writes to a file ({redirect.target})"
-        if redirect.reads and not _project_path(redirect.target):
-            return f"reads a file outside the project ({redirect.target})"
-    for assignment in command.assignments:
-        if reason := _assignment(assignment):
+        if redirect.reads and (reason := outside(redirect.target)):
+            return f"reads a file outside the project: {reason}"
+    if reason := _expansions(command) or _urls(command):
+        return reason
+    for word in command.assignments:
+        if reason := _assignment(word):
             return reason
-    for wrapper in command.wrappers:
-        name = wrapper.rsplit("/", 1)[-1]
-        if name in ("sudo", "doas", "pkexec", "su"):
-            return "runs as root"
-        if name in ("xargs", "exec", "nohup", "setsid", "watch"):
-            return f"runs a command through {name}"
+    for wrapper in command.wrapped:
+        if reason := _wrapper(wrapper):
+            return reason
     if not command.argv:
         return None if command.assignments else "an empty command"
-    return _program(command)
+    return _argv(command.argv)
 
 
-_ENV_DENIED = re.compile(r"^(?:PATH|LD_\w+|DYLD_\w+|BASH_ENV|ENV|PROMPT_COMMAND|PYTHONSTARTUP|PYTHONHOME|NODE_OPTIONS|"
-                         r"PIP_\w+|UV_\w+|NPM_CONFIG_\w+|YARN_\w+|GIT_\w+|GO\w+|CARGO_\w+|\w*_PROXY|HOME|SHELL|"
-                         r"IFS|PS4|PERL5OPT|RUBYOPT|JAVA_TOOL_OPTIONS|\w*(?:TOKEN|SECRET|PASSWORD|KEY)\w*)=", re.I)
-
-
-def _assignment(assignment: str) -> str | None:
-    if _ENV_DENIED.match(assignment):
-        return f"sets {assignment.split('=', 1)[0]}, which changes what runs or where it connects"
-    if "://" in assignment or "$(" in assignment or "`" in assignment:
-        return f"sets a variable to a URL or a command ({assignment[:60]})"
+# -- what a line leaves to run time, and where it connects ---------------------------------------
+def _expansions(command: Command) -> str | None:
+    """``$VAR`` (its value is not in the line; ``$PWD`` is the checkout) and ``{a,b}`` brace expansion."""
+    for word in command.words:
+        unsingled = _unquoted(word.raw, "'")
+        match = re.search(r"\$(?:\{?([A-Za-z_]\w*)|([0-9@*#?$!-])|(['\"]))", unsingled)
+        if match and match.group(1) != "PWD":
+            name = match.group(1) or match.group(2) or "'...'"
+            return f"uses ${name}, whose value the line does not show"
+        if brace := re.search(r"\{[^{}\s]*(?:,|\.\.)[^{}\s]*\}", _unquoted(word.raw, "'\"")):
+            return f"uses brace expansion ({brace.group(0)}), which makes words the line does not show"
     return None
 
 
-def _project_path(path: str) -> bool:
-    """A path inside the project: relative, no ``..``, no home, not a credential file."""
-    p = normal(path)
-    if not p or p.startswith(("/", "~", "$")) or ".." in p.split("/") or CREDENTIAL_PATH.search(p):
-        return False
-    return not p.startswith(".git/")
+def _unquoted(raw: str, quotes: str) -> str:
+    """RAW without the parts inside the given quote characters (and without escaped characters)."""
+    out, quote, n = [], "", 0
+    while n < len(raw):
+        char = raw[n]
+        if char == "\\" and quote != "'":
+            n += 2
+            continue
+        if quote:
+            if char == quote:
+                quote = ""
+            elif quote not in quotes:
+                out.append(char)
+        elif char in "'\"":
+            quote = char
+            out.append(char)  # a mark: `$'...'` and `$"..."` are expansions too
+        else:
+            out.append(char)
+        n += 1
+    return "".join(out)
 
 
-def _program(command: Command) -> str | None:
-    name, args, first = command.program, command.args, command.argv[0]
-    if name in _TEST_RUNNERS or name in _LINTERS:
-        return _paths_inside(args)
-    if is_python(name):
-        return _python(args)
-    if re.match(r"^pip(?:\d(?:\.\d+)?)?$", name):
-        return _pip(args)
-    if name in ("uv", "poetry", "pdm", "hatch", "pipenv", "rye"):
-        return _python_manager(name, args)
-    if name in ("npm", "yarn", "pnpm", "bun", "cnpm"):
-        return _node_manager(name, args)
-    if name in ("npx", "bunx", "pnpx"):
-        tool = next((a for a in args if not a.startswith("-")), "")
-        return None if tool in _JS_TOOLS else f"{name} downloads and runs a package ({tool or '?'})"
-    if name == "node":
-        plain = [a for a in args if not a.startswith("-")]
-        return None if plain and _project_path(plain[0]) and not any(a in ("-e", "-p", "--eval") for a in args) \
-            else "runs inline or outside code with node"
-    if name in ("make", "gmake"):
-        return _make(args)
-    if name in ("gradlew", "mvnw") or name in _BUILD:
-        return _build(name.removesuffix("w") if name in ("gradlew", "mvnw") else name, args)
-    if name == "git":
-        return _git(args)
-    if name in ("curl", "wget", "http", "xh"):
-        return _local_request(command)
-    if name == "rm":
-        targets = [a for a in args if not a.startswith("-")]
-        return None if targets and all(is_build_output(t) for t in targets) else "deletes files"
-    if name == "mkdir":
-        return None if all(_project_path(a) for a in args if not a.startswith("-")) else "creates folders outside"
-    if name in _READ_ONLY:
-        return _read_only(name, args)
-    if "/" in first and _project_path(first):
-        return None  # the project's own script: ./tests/runtests.py, bin/test, ./gradlew
-    return f"{name} is not a test, build, lint, read-only or package-install command"
+_URL = re.compile(r"[A-Za-z][\w+.-]*://[^\s'\"`]*|^git\+|^[\w.-]+@[\w.-]+:(?!//)", re.I)
 
 
-def _local_request(command: Command) -> str | None:
-    """``curl -s http://localhost:8000/health``: a look at the project's own server, nothing sent or saved."""
-    if not is_local_host(command_host(command)):
-        return f"{command.program} reaches the network ({command_host(command) or '?'})"
-    for arg in command.args:
-        if arg in ("-o", "-O", "--output", "--remote-name", "-T", "--upload-file", "-K", "--config", "-F", "--form",
-                   "--post-file", "--body-file") or arg.startswith(("--output=", "--post-file=", "--body-file=", "-o",
-                                                                     "@")) or "=@" in arg or re.match(r"^-\w*[oOTK]$", arg):
-            return f"{command.program} saves or sends a file ({arg})"
+def _urls(command: Command) -> str | None:
+    words = [*command.argv, *(w for wrapper in command.wrapped for w in wrapper[1:]),
+             *(a.split("=", 1)[-1] for a in command.assignments)]
+    for word in words:
+        value = word.split("=", 1)[1] if word.startswith("-") and "=" in word else word
+        for match in _URL.finditer(value):
+            if not is_local_url(match.group(0)) and not is_local_url(value):
+                return f"names a URL ({word[:80]}): only local ones are ordinary"
     return None
 
 
-def _paths_inside(args: list[str]) -> str | None:
-    for arg in args:
-        value = arg.split("=", 1)[1] if arg.startswith("--") and "=" in arg else arg
-        if value.startswith(("/", "~")) and not value.startswith("/dev/null") or ".." in value.split("/"):
-            return f"points at a path outside the project ({value})"
-    return None
+def _assignment(word: str) -> str | None:
+    match = re.match(r"^([A-Za-z_]\w*)(\[[^\]]*\])?(\+?)=(.*)$", word, re.S)
+    if not match:
+        return f"sets {word[:40]}"
+    name, index, append, value = match.groups()
+    if index or append:
+        return f"sets {name}{index or ''}{append}=, which is not a plain assignment"
+    return assignment(name, value)
 
 
-def _python(args: list[str]) -> str | None:
+def _wrapper(words: list[str]) -> str | None:
+    name = words[0].rsplit("/", 1)[-1]
+    if name in ("sudo", "doas", "pkexec", "su"):
+        return "runs as root"
+    table = TABLES.wrappers.get(name)
+    if table is None:
+        return f"runs a command through {name}"
+    args = words[1:]
+    if table.command:
+        args = args[1:] if args[:1] == [table.command] else args
+    return _args(table, args)
+
+
+# -- programs and their words -------------------------------------------------------------------------
+def _argv(argv: list[str], only: frozenset[str] | None = None, by: str = "") -> str | None:
+    """ARGV judged by its program's table (ONLY: the programs allowed here, for ``npx``, ``uvx`` ...)."""
+    first = argv[0]
+    name = first.rsplit("/", 1)[-1]
+    if only is not None and "any" not in only and name not in only:
+        return f"{by} downloads or runs {name}, which is not one of the tools it may run here"
+    if "/" in first:
+        if not first.startswith(TABLES.system_bins) and (reason := outside(first)):
+            return f"runs a program outside the project: {reason}"
+        if name not in TABLES.programs:
+            if first.startswith(TABLES.system_bins):
+                return f"{name} is not a test, build, lint, read-only or package-install command"
+            return _project_args(argv[1:])  # the project's own script: ./tests/runtests.py, bin/test
+    table = TABLES.programs.get(name)
+    if table is None:
+        return f"{name} is not a test, build, lint, read-only or package-install command"
+    if table.key == "programs.python":
+        return _python(table, argv[1:])
+    return _args(table, argv[1:])
+
+
+def _python(table: Table, args: list[str]) -> str | None:
     n = 0
-    while n < len(args) and args[n].startswith("-") and args[n] not in ("-m", "-c", "-"):
-        n += 2 if args[n] in ("-X", "-W") else 1
-    if n >= len(args) or args[n] == "-":
+    while n < len(args):
+        word = args[n]
+        if word in ("-m", "-c", "-") or not word.startswith("-") or re.match(r"^-[A-Za-z]*[mc]", word) and \
+                not table.knows(word):
+            return _python_main(args[n:])
+        step, reason = _option(table, args, n)
+        if reason:
+            return reason
+        n += step
+    if any(a in ("-V", "--version") for a in args):
+        return None
+    return "runs python code from its input"
+
+
+def _python_main(words: list[str]) -> str | None:
+    """``-m MODULE ...`` (a module a table names), ``FILE ...`` (the project's own), never ``-c`` or ``-``."""
+    head = words[0]
+    if head == "-":
         return "runs python code from its input"
-    if args[n] == "-c" or args[n].startswith("-c"):
+    flags = re.match(r"^-([A-Za-z]*)([mc])(.*)$", head)
+    if flags and flags.group(2) == "c":
         return "runs inline python code (python -c)"
-    if args[n] == "-m":
-        module = args[n + 1] if n + 1 < len(args) else ""
-        rest = args[n + 2:]
-        if module == "pip":
-            return _pip(rest)
-        if module in _NOT_MODULES or not re.match(r"^[A-Za-z_][\w.]*$", module):
-            return f"runs the module {module or '?'}, which is not a test, build or project module"
-        return _paths_inside(rest)
-    if args[n].startswith("-m") and len(args[n]) > 2:
-        return _python(["-m", args[n][2:], *args[n + 1:]])
-    if not _project_path(args[n]):
-        return f"runs a python file outside the project ({args[n]})"
-    return _paths_inside(args[n + 1:])
+    if flags:
+        module = flags.group(3) or (words[1] if len(words) > 1 else "")
+        rest = words[1:] if flags.group(3) else words[2:]
+        table = TABLES.modules.get(module)
+        if table is None:
+            return f"runs the module {module or '?'}, which is not a test, build or lint module the tables name"
+        return _args(table, rest)
+    if reason := outside(head):
+        return f"runs a python file outside the project: {reason}"
+    return _project_args(words[1:])
 
 
-def _pip(args: list[str]) -> str | None:
-    sub = args[0] if args else ""
-    if sub in ("list", "show", "freeze", "check", "--version", "-V", "help"):
-        return None
-    if sub == "uninstall":
-        return None if all(_REQUIREMENT.match(a) or a in ("-y", "--yes") for a in args[1:]) else \
-            "pip uninstall with options"
-    if sub != "install":
-        return f"pip {sub or ''} is not an install of named packages".replace("  ", " ")
-    return _requirements(args[1:])
-
-
-def _requirements(args: list[str]) -> str | None:
-    skip_next = False
-    for n, arg in enumerate(args):
-        if skip_next:
-            skip_next = False
-            continue
-        option = arg.split("=", 1)[0]
-        if arg.startswith("-"):
-            if option not in _PIP_FLAGS:
-                return f"installs with {option}, not from the default index by name"
-            if option in ("-r", "--requirement", "-c", "--constraint", "-e", "--editable", "--upgrade-strategy",
-                          "--group") and "=" not in arg:
-                value = args[n + 1] if n + 1 < len(args) else ""
-                if option in ("-e", "--editable") and not _local_project(value):
-                    return f"installs an editable package from outside the project ({value})"
-                if option in ("-r", "-c", "--requirement", "--constraint") and not _project_path(value):
-                    return f"reads requirements from outside the project ({value})"
-                skip_next = True
-            continue
-        if not (_REQUIREMENT.match(arg) or _local_project(arg)):
-            return f"installs something other than a named package ({arg[:60]})"
+def _project_args(words: list[str]) -> str | None:
+    """What the project's own program is given: its flags are its own, but no value outside the checkout,
+    no URL, no command line for it to run."""
+    for word in words:
+        if word.startswith("-") and word not in ("-", "--"):
+            name, _, value = word.partition("=")
+            if not re.fullmatch(r"--?[\w][\w.:-]*", name):
+                return f"gives the program an option that is not a plain name ({word[:60]})"
+            word = value
+        if reason := project_value(word):
+            return reason
     return None
 
 
-def _local_project(value: str) -> bool:
-    """``.``, ``./``, ``.[test]``, ``'.[dev,test]'``: the project itself."""
-    return bool(re.match(r"^\.(?:/)?(?:\[[\w.,\s-]+\])?$", value))
-
-
-def _python_manager(name: str, args: list[str]) -> str | None:
-    sub = args[0] if args else ""
-    if name == "uv" and sub == "pip":
-        return _pip(args[1:])
-    if sub in ("sync", "lock", "build", "install", "check", "show", "list", "tree", "test", "version", "shell"):
-        return None if all(a.startswith("-") for a in args[1:]) or name == "hatch" else _requirements(args[1:])
-    if sub == "add":
-        return _requirements(args[1:])
-    return f"{name} {sub} is not an ordinary project command"
-
-
-def _node_manager(name: str, args: list[str]) -> str | None:
-    sub = args[0] if args else ("install" if name == "yarn" else "")
-    rest = args[1:]
-    if sub in ("test", "t", "tst", "start", "build", "lint", "ls", "list", "outdated", "audit", "why", "typecheck",
-               "format", "check"):
-        return _paths_inside(rest)
-    if sub in ("run", "run-script"):
-        script = next((a for a in rest if not a.startswith("-")), "")
-        return None if script and script not in _DENIED_SCRIPTS else f"{name} run {script}".strip()
-    if sub == "ci" or (sub in ("install", "i") and not [a for a in rest if not a.startswith("-")]):
-        return None if all(a in _NPM_FLAGS for a in rest) else f"installs with {' '.join(rest)}"
-    if sub in ("install", "i", "add"):
-        for arg in rest:
-            if arg.startswith("-"):
-                if arg not in _NPM_FLAGS:
-                    return f"installs with {arg}, not from the default registry by name"
-            elif not _NPM_PACKAGE.match(arg):
-                return f"installs something other than a named package ({arg[:60]})"
-        return None
-    if sub == "exec":
-        tool = next((a for a in rest if not a.startswith("-")), "")
-        return None if tool in _JS_TOOLS else f"{name} exec {tool}"
-    if name in ("yarn", "pnpm", "bun") and re.match(r"^[\w:.-]+$", sub) and sub not in _DENIED_SCRIPTS:
-        return None  # `yarn lint`, `pnpm typecheck`: a script of the project's package.json
-    return f"{name} {sub} is not an ordinary project command"
-
-
-def _make(args: list[str]) -> str | None:
-    skip_next = False
-    for n, arg in enumerate(args):
-        if skip_next:
-            skip_next = False
-            continue
-        if arg in ("-C", "--directory", "-f", "--file", "-j", "--jobs"):
-            value = args[n + 1] if n + 1 < len(args) else ""
-            if arg in ("-C", "--directory", "-f", "--file") and not _project_path(value):
-                return f"make with a file or folder outside the project ({value})"
-            skip_next = True
-        elif arg.startswith("-"):
-            continue
-        elif "=" in arg:
-            if reason := _assignment(arg):
+def _args(table: Table, words: list[str]) -> str | None:
+    """Why WORDS are not what TABLE allows, or None."""
+    if table.raw:
+        return next((r for w in words if (r := check(table.positional or "message", w))), None)
+    unless = bool(table.first_unless) and any(w.split("=", 1)[0] in table.first_unless for w in words)
+    operands, seen, n = 0, set(), 0
+    while n < len(words):
+        word = words[n]
+        if word == "--":
+            return _after_dashdash(table, words[n + 1:], operands, unless)
+        if table.python and (word == "-m" or not word.startswith("-")):
+            return _python_main(words[n:])
+        if _is_option(table, word):
+            step, reason = _option(table, words, n)
+            if reason:
                 return reason
-        elif not re.match(r"^[\w./-]+$", arg):
-            return f"make {arg[:40]}"
+            seen.add(word.split("=", 1)[0])
+            n += step
+            continue
+        if table.commands and operands == 0:
+            return _subcommand(table, word, words[n:])
+        if table.runs is not None:
+            return _argv(words[n:], table.runs, table.label)
+        if reason := _operand(table, word, operands, unless):
+            return reason
+        operands += 1
+        n += 1
+        if table.project_args:
+            return _project_args(words[n:])
+    if table.needs_command:
+        return f"{table.label} without one of its commands ({', '.join(sorted(table.commands))[:60]})"
+    if table.needs_operand and operands == 0 and not seen & table.standalone:
+        return f"{table.label} without an operand"
+    if table.needs_flag and not seen & table.needs_flag:
+        return f"{table.label} without {' or '.join(sorted(table.needs_flag))} runs what follows"
     return None
 
 
-def _build(name: str, args: list[str]) -> str | None:
-    allowed = _BUILD.get(name)
-    goals = [a for a in args if not a.startswith("-") and "=" not in a]
-    if name == "cargo" and goals[:1] == ["add"]:
-        return None if all(_NPM_PACKAGE.match(a) for a in goals[1:]) and not any(
-            a.startswith(("--git", "--registry", "--index", "--path")) for a in args) else "cargo add from elsewhere"
-    if name == "go" and goals[:2] in (["mod", "tidy"], ["mod", "download"], ["mod", "verify"]):
-        return None
-    if allowed is None:
-        return _paths_inside(args)
-    if not goals or any(g.split(":")[-1] not in allowed for g in goals[:1]):
-        return f"{name} {' '.join(goals[:2])} is not a test or build".replace("  ", " ")
-    return _paths_inside(args)
+def _subcommand(table: Table, word: str, words: list[str]) -> str | None:
+    sub = table.commands.get(word)
+    if sub is not None:
+        return _args(sub, words[1:])
+    if table.fallback is None:
+        return f"{table.label} {word[:40]} is not one of the {table.label} commands the tables know to be ordinary"
+    if word in table.builtins:
+        return f"{table.label} {word} is {table.label}'s own command, not a project script or test"
+    return _args(table.fallback, words)
 
 
-def _git(args: list[str]) -> str | None:
-    n = 0
-    while n < len(args) and args[n].startswith("-"):
-        if args[n] in ("-c", "--config-env", "--exec-path"):
-            return f"git {args[n]} changes how git runs"
-        n += 2 if args[n] in ("-C",) else 1
-    sub = args[n] if n < len(args) else ""
-    rest = args[n + 1:]
-    if sub not in _GIT_READ:
-        return f"git {sub} changes the repository (only status, diff, log, show ... are read-only)"
-    if sub in ("branch", "tag", "remote") and [a for a in rest if a not in ("-a", "-v", "-vv", "-r", "-l", "--list",
-                                                                          "--show-current", "--all")]:
-        return f"git {sub} {' '.join(rest)[:40]} changes the repository"
-    if any(a.startswith(("--output", "--ext-diff", "--textconv")) for a in rest):
-        return f"git {sub} with {next(a for a in rest if a.startswith('--'))}"
+def _after_dashdash(table: Table, rest: list[str], operands: int, unless: bool) -> str | None:
+    if table.after_dashdash == "project-args":
+        return _project_args(rest)
+    if table.after_dashdash:
+        return _args(TABLES.find(table.after_dashdash), rest)
+    for word in rest:
+        if reason := _operand(table, word, operands, unless):
+            return reason
+        operands += 1
     return None
 
 
-def _read_only(name: str, args: list[str]) -> str | None:
-    if name == "find" and any(a in ("-delete", "-exec", "-execdir", "-ok", "-okdir", "-fprint", "-fprint0", "-fprintf",
-                                    "-fls") for a in args):
-        return "find that deletes or runs commands"
-    if name == "fd" and any(a in ("-x", "--exec", "-X", "--exec-batch") for a in args):
-        return "fd that runs commands"
-    if name == "sed":
-        script = [a for a in args if not a.startswith("-")][:1]
-        if "-i" in args or any(a.startswith(("-i", "--in-place")) for a in args):
-            return "edits files in place: sed -i"
-        if not script or not re.match(r"^\$?\d*(?:,\s*\$?\d+)?p$", script[0]):
-            return "sed that transforms text; only `sed -n 'N,Mp'` is a read-only look"
-    if name == "cd":
-        target = args[0] if args else "~"
-        return None if target == "-" or not (normal(target).startswith("~") or re.match(
-            r"^/(?:etc|root|home|Users|usr|var|bin|boot|sys|proc|dev)?/?$", target)) else f"cd {target}"
-    plain = [a for a in args if not a.startswith("-")]
-    if name in ("grep", "egrep", "fgrep", "rg", "ag", "ack") and not any(a in ("-e", "-f") for a in args):
-        plain = plain[1:]  # the first operand is the pattern
-    for arg in plain:
-        if CREDENTIAL_PATH.search(arg):
-            return f"reads a credential file ({arg})"
-        if name in ("cat", "head", "tail", "less", "more", "tac", "xxd", "od", "strings", "grep", "rg", "ag", "ack",
-                    "nl", "wc", "diff", "cmp", "md5sum", "sha256sum") and arg.startswith(("/", "~", "$")) \
-                and "/" in arg and not arg.startswith(("/dev/null", "/tmp/")):
-            return f"reads a file outside the project ({arg})"
-    return None
+def _is_option(table: Table, word: str) -> bool:
+    if word in table.flags or any(word.startswith(p) and len(word) > len(p) for p in table.prefixed):
+        return True
+    return word.startswith("-") and len(word) > 1
 
+
+def _operand(table: Table, word: str, operands: int, unless: bool) -> str | None:
+    kind = table.first if operands == 0 and table.first and not unless else table.positional
+    if kind is None:
+        return f"{table.label} takes no operand here ({word[:60]})"
+    if table.max_positional is not None and operands >= table.max_positional:
+        return f"{table.label} with more than {table.max_positional} operand(s) ({word[:60]})"
+    return check(kind, word)
+
+
+def _option(table: Table, words: list[str], n: int) -> tuple[int, str | None]:
+    """How many words the option at N takes, and why it is not one TABLE allows (None: it is)."""
+    word = words[n]
+    following = words[n + 1] if n + 1 < len(words) else None
+    if word in table.flags:
+        return 1, None
+    for prefix, kind in table.prefixed.items():
+        if word.startswith(prefix) and len(word) > len(prefix):
+            return 1, check(kind, word[len(prefix):])
+    if table.properties is not None and word.startswith("-D") and len(word) > 2:
+        key, _, value = word[2:].partition("=")
+        if key not in table.properties:
+            return 1, f"{table.label} -D{key} is not a property the tables know to be harmless"
+        return 1, check("text", value)
+    if table.numeric and re.fullmatch(r"-\d+", word):
+        return 1, None
+    named = word.partition("=")[0]
+    if named in table.options or named in table.optional or table.style == "single" or word.startswith("--"):
+        name, equals, value = word.partition("=")
+        if table.style == "single" and name.startswith("--") and not table.knows(name):
+            name = name[1:]  # go accepts -flag and --flag alike
+        return _valued(table, name, value if equals else None, following)
+    for m, char in enumerate(word[1:], 1):  # -xvq, -kname, -n4
+        option = f"-{char}"
+        if option in table.flags:
+            continue
+        if option in table.options or option in table.optional:
+            rest = word[m + 1:]
+            if rest:
+                return 1, check(table.options.get(option) or table.optional[option], rest.removeprefix("="))
+            return _valued(table, option, None, following)
+        return 1, _unknown(table, option if len(word) > 2 else word)
+    return 1, None
+
+
+def _valued(table: Table, name: str, value: str | None, following: str | None) -> tuple[int, str | None]:
+    if name in table.flags and value is None:
+        return 1, None
+    if name in table.options:
+        if value is not None:
+            return 1, check(table.options[name], value)
+        if following is None:
+            return 1, f"{name} without its value"
+        return 2, check(table.options[name], following)
+    if name in table.optional:
+        kind = table.optional[name]
+        if value is not None:
+            return 1, check(kind, value)
+        if following is not None and not following.startswith("-") and check(kind, following) is None:
+            return 2, None
+        return 1, None
+    return 1, _unknown(table, name)
+
+
+def _unknown(table: Table, option: str) -> str:
+    return f"{option} is not one of the {table.label} options known to be harmless"

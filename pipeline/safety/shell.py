@@ -68,6 +68,7 @@ class Command:
     argv: list[str]  # the program and its arguments (wrappers and assignments taken off)
     assignments: list[str] = field(default_factory=list)
     wrappers: list[str] = field(default_factory=list)  # the wrapper words, e.g. ["sudo", "-E"]
+    wrapped: list[list[str]] = field(default_factory=list)  # the same, one list per wrapper: [["sudo", "-E"]]
     redirects: list[Redirect] = field(default_factory=list)
     words: list[Word] = field(default_factory=list)  # every word as written (for substitutions)
     subs: list[tuple[str, Script]] = field(default_factory=list)  # ("$(" ..., the script it runs)
@@ -394,6 +395,18 @@ _SUDO_ARG_OPTIONS = {"-u", "-g", "-p", "-C", "-D", "-h", "-r", "-t", "-U", "-T",
 _XARGS_ARG_OPTIONS = {"-I", "-i", "-n", "-P", "-L", "-l", "-d", "-E", "-e", "-a", "-s"}
 _RUNNERS = {"uv": "run", "poetry": "run", "pipenv": "run", "pdm": "run", "hatch": "run", "rye": "run",
             "conda": "run", "mamba": "run", "micromamba": "run"}
+#: Options of ``uv run`` & co. that take the next word as their value (so it is not read as the program).
+_RUNNER_ARG_OPTIONS = {
+    "uv": {"-p", "--python", "--with", "--with-requirements", "--with-editable", "--index", "--default-index",
+           "--index-url", "-i", "--extra-index-url", "--find-links", "-f", "--extra", "--group", "--only-group",
+           "--no-group", "--package", "--project", "--directory", "--env-file", "--config-file", "--index-strategy",
+           "--keyring-provider", "--cache-dir", "-C", "--config-setting", "--python-platform"},
+    "poetry": {"-C", "--directory", "-P", "--project"},
+    "pdm": {"-p", "--project", "-v"},
+    "rye": {"--pyproject"},
+    "conda": {"-n", "--name", "-p", "--prefix"}, "mamba": {"-n", "--name", "-p", "--prefix"},
+    "micromamba": {"-n", "--name", "-p", "--prefix", "-e", "--env"},
+}
 
 
 def _command(words: list[Word], redirects: list[Redirect], shown: list[Word], depth: int,
@@ -449,6 +462,8 @@ def _unwrap(argv: list[str], command: Command) -> list[str]:
                     rest = rest.pop(0).split() + rest
             if not rest:  # `env` alone prints the environment: that is the command
                 command.wrappers.extend(taken[1:])
+                if taken[1:]:
+                    command.wrapped.append(taken)
                 return ["env"]
         elif name in ("nohup", "setsid", "unbuffer", "builtin", "stdbuf", "caffeinate"):
             while rest and rest[0].startswith("-"):
@@ -487,13 +502,14 @@ def _unwrap(argv: list[str], command: Command) -> list[str]:
             while rest and rest[0].startswith("-"):
                 option = rest.pop(0)
                 taken.append(option)
-                if option in ("-n", "--name", "-p", "--prefix", "--with", "-e", "--env") and rest:
+                if option in _RUNNER_ARG_OPTIONS.get(name, set()) and rest:
                     taken.append(rest.pop(0))
         else:
             return argv
         if not rest and name in ("sudo", "doas"):  # `sudo` alone: the wrapper is the command
             return argv
         command.wrappers.extend(taken)
+        command.wrapped.append(taken)
         argv = rest
     return argv
 

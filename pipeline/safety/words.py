@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ipaddress
 import posixpath
 import re
 from urllib.parse import urlsplit
@@ -112,25 +113,104 @@ def url_host(text: str) -> str | None:
     return None
 
 
+#: Options that send a request somewhere other than the URL's host: the host they name is where it goes.
+_REROUTES = {"--resolve", "--connect-to", "-x", "--proxy", "--preproxy", "--socks4", "--socks4a", "--socks5",
+             "--socks5-hostname", "--doh-url", "--dns-servers"}
+#: Options whose request (URLs, proxy, headers) is read from a file, per program: where it goes is not in the line.
+_FROM_FILE = {"curl": {"-K", "--config"}, "wget": {"-i", "--input-file", "--config"}}
+#: What ``command_host`` says when the host is in a file, not the line (never a local host).
+FROM_A_FILE = "a host named in a file"
+
+
+#: Short options that take a value, per program (the rest of a cluster after one of them is its value).
+_SHORT_VALUES = {"curl": "dHouXwAbceFmrTyYzCEKxUQPt", "wget": "oaOiBeDTtwQPUYlAR"}
+
+
 def command_host(command: Command) -> str | None:
-    for arg in command.args:
-        if host := url_host(arg):
-            return host
-    if command.program in SOCKETS:
-        plain = [a for a in command.args if not a.startswith("-")]
-        return plain[0] if plain else None
-    for arg in command.args:  # curl example.com/x
-        if re.match(r"^[\w-]+(?:\.[\w-]+)+(?::\d+)?(?:/\S*)?$", arg) and not arg.endswith((".json", ".txt", ".py")):
-            return arg.split("/", 1)[0].split(":", 1)[0]
-    return None
+    """Where COMMAND connects: a rerouted or proxied destination first (``--resolve``, ``--connect-to``,
+    ``-x``, wget's ``-e https_proxy=``), "a host named in a file" for ``curl -K``/``wget -i``, then the first
+    URL whose host is not local, then the first host named at all."""
+    name, args = command.program, command.args
+    if name in DOWNLOADERS or name == "curlie":
+        from_file = _FROM_FILE.get(name, set())
+        for n, arg in enumerate(args):
+            following = args[n + 1] if n + 1 < len(args) else ""
+            if arg.startswith("--"):
+                option, eq, value = arg.partition("=")
+                options = [(option, value if eq else following)]
+            elif arg.startswith("-"):
+                options = _short_options(arg, _SHORT_VALUES.get(name, ""), following)
+            else:
+                continue
+            for option, value in options:
+                if option in from_file:
+                    return FROM_A_FILE
+                if (option in _REROUTES or (option == "-e" and name == "wget")) and (host := _rerouted(option, value)):
+                    return host
+    hosts = [h for arg in args if (h := url_host(arg))]
+    if name in SOCKETS:
+        hosts += [a for a in args if not a.startswith("-")][:1]
+    for arg in args:  # curl example.com/x
+        if re.match(r"^(?:[\w-]+(?:\.[\w-]+)+|localhost)(?::\d+)?(?:/\S*)?$", arg) and not arg.endswith(
+                (".json", ".txt", ".py")):
+            hosts.append(arg.split("/", 1)[0].split(":", 1)[0])
+    return next((h for h in hosts if not is_local_host(h)), hosts[0] if hosts else None)
+
+
+def _short_options(arg: str, takes_value: str, following: str) -> list[tuple[str, str]]:
+    """``-sSx proxy:8080`` -> [("-s", ""), ("-S", ""), ("-x", "proxy:8080")]."""
+    found = []
+    for n, char in enumerate(arg[1:], 1):
+        if char in takes_value:
+            found.append((f"-{char}", arg[n + 1:] or following))
+            break
+        found.append((f"-{char}", ""))
+    return found
+
+
+def _rerouted(option: str, value: str) -> str | None:
+    """The host a reroute option sends the request to (``--resolve name:port:ADDR``, ``--connect-to
+    name:port:HOST:port``, ``-x [scheme://]HOST[:port]``, wget's ``-e https_proxy=HOST``)."""
+    if option == "-e":  # wget -e use_proxy=yes -e http_proxy=evil:8080
+        name, _, value = value.partition("=")
+        if not name.lower().endswith("_proxy"):
+            return None
+    if option == "--resolve":
+        address = value.lstrip("+").split(":", 2)[-1].split(",")[0]
+        return address.strip("[]") or None
+    if option == "--connect-to":
+        parts = re.split(r":(?![^\[]*\])", value)
+        return parts[2].strip("[]") if len(parts) >= 3 and parts[2] else None
+    if option in ("--dns-servers", "--doh-url"):
+        return url_host(value) or value.split(",")[0].split(":")[0] or None
+    return url_host(value) or value.split("/")[0].rsplit("@", 1)[-1].split(":")[0] or None
 
 
 def is_local_host(host: str | None) -> bool:
+    """``localhost`` or a loopback address written as one (``127.0.0.1``, ``[::1]``, ``0.0.0.0``); not a name
+    that merely starts like one (``127.0.0.1.evil.example``, ``localhost.evil.com``), which DNS may send anywhere."""
     if not host:
         return False
-    host = host.strip("[]").lower()
-    return (host in ("localhost", "127.0.0.1", "0.0.0.0", "::1", "host.docker.internal")
-            or host.endswith(".localhost") or host.startswith("127."))
+    host = host.strip().lower()
+    if host.startswith("[") and host.endswith("]"):
+        host = host[1:-1]
+    if host == "localhost":
+        return True
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return address.is_loopback or address.is_unspecified
+
+
+#: A URL (or ``host:port/path``) on this machine, spelled so no parser can read another host into it:
+#: no user part, no ``@``, nothing after the host but a port and a path.
+_LOCAL_URL = re.compile(r"^(?:https?://)?(?:localhost|127(?:\.\d{1,3}){3}|\[::1\]|0\.0\.0\.0)(?::\d{1,5})?"
+                        r"(?:[/?#][^\s@\\]*)?$", re.I)
+
+
+def is_local_url(text: str) -> bool:
+    return bool(_LOCAL_URL.match(text))
 
 
 def normal(path: str) -> str:
