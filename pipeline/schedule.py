@@ -31,6 +31,7 @@ from pydantic import BaseModel, Field
 from pipeline import private, settings, spawn
 from pipeline.cron import local_timezone
 from pipeline.errors import SkillmillError, UsageError
+from pipeline.execution import api_auth
 
 if TYPE_CHECKING:
     from pipeline.config import Config
@@ -161,8 +162,9 @@ def local_server(server: Server, *, timeout: float = 180.0,
     with private.open_file(log, "ab") as out:
         # Its own session (see above), and the kernel stops it if we are killed (-9 included) before
         # the `finally` below can: a server left behind would hold the port and ~230 MB.
+        auth = api_auth.server_env(api_auth.credential(settings.prefect_home()))  # no other account uses its API
         process = spawn.popen(["-m", "prefect", "server", "start", "--host", host, "--port", port],
-                              env_base={**os.environ, **settings.OFFLINE_ENV}, stdout=out, stderr=subprocess.STDOUT,
+                              env_base={**os.environ, **settings.OFFLINE_ENV, **auth}, stdout=out, stderr=subprocess.STDOUT,
                               stdin=subprocess.DEVNULL, start_new_session=True, preexec_fn=exit_with_parent)
     pid_file = log.with_suffix(".pid")  # its own session, so Ctrl-C here reaches it only through us: say who it is
     private.write_text(pid_file, f"{process.pid}\n")
@@ -214,7 +216,10 @@ def serve(schedule: SchedulePlan, *, on_ready: Callable[[SchedulePlan], None] | 
     # working folder on its sys.path (spawn), whatever folder `skillmill schedule` was started in.
     os.environ.update(spawn.SAFE_ENV)
     os.chdir(spawn.folder())
-    with local_server(schedule.server, notify=notify), temporary_settings({PREFECT_API_URL: schedule.server.url}):
+    ours = contextlib.nullcontext()
+    if schedule.server.start:  # the server we start asks for our credential; one the user runs is theirs
+        ours = api_auth.for_clients(api_auth.credential(settings.prefect_home()))
+    with local_server(schedule.server, notify=notify), temporary_settings({PREFECT_API_URL: schedule.server.url}), ours:
         schedule.server.running = True
         if on_ready is not None:
             on_ready(schedule)

@@ -14,6 +14,7 @@ the command ``install`` wrote), in the planted folder, with no ``PYTHONPATH``.
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import shlex
@@ -28,7 +29,7 @@ from pathlib import Path
 import pytest
 
 from pipeline import spawn
-from pipeline.execution import shared_server, warm
+from pipeline.execution import api_auth, shared_server, warm
 from pipeline.recall import daemon
 from pipeline.schedule import DEPLOYMENT
 from tests.conftest import SAMPLES
@@ -197,7 +198,8 @@ def test_schedule_and_its_flow_runs_import_nothing_of_the_folder_it_was_started_
                 break
         assert process.poll() is None, "".join(lines)
         # a run now, not at the next minute: the runner starts it as a subprocess of `schedule`
-        api = {**env, "PREFECT_API_URL": f"http://127.0.0.1:{port}/api"}
+        credential = (Path(env["PREFECT_HOME"]) / api_auth.FILE).read_text().strip()  # the server asks for it
+        api = {**env, "PREFECT_API_URL": f"http://127.0.0.1:{port}/api", "PREFECT_API_AUTH_STRING": credential}
         started = run([sys.executable, "-m", "prefect", "deployment", "run", f"{FLOW}/{DEPLOYMENT}"], api, tmp_path)
         assert started.returncode == 0, started.stdout + started.stderr
         assert _flow_run_completes(api, deadline=time.monotonic() + 180), "".join(lines)
@@ -210,7 +212,9 @@ def _flow_run_completes(env: dict, deadline: float) -> bool:
     import httpx
 
     while time.monotonic() < deadline:
-        runs = httpx.post(f"{env['PREFECT_API_URL']}/flow_runs/filter", json={}, timeout=10).json()
+        auth = base64.b64encode(env["PREFECT_API_AUTH_STRING"].encode()).decode()
+        runs = httpx.post(f"{env['PREFECT_API_URL']}/flow_runs/filter", json={}, timeout=10,
+                          headers={"Authorization": f"Basic {auth}"}).json()
         states = {r["state"]["type"] for r in runs if r.get("state")}
         if "COMPLETED" in states:
             return True

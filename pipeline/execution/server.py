@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import secrets
 import signal
 import socket
 import subprocess
@@ -43,6 +44,7 @@ from pathlib import Path
 from pipeline import settings
 from pipeline import spawn as interpreters
 from pipeline.errors import SkillmillError
+from pipeline.execution import api_auth
 
 STARTUP_TIMEOUT_S = 90.0  # first start migrates Prefect's database: 6-11 s on an idle 2-core machine
 _ENV = {"PREFECT_UI_ENABLED": "0", "PREFECT__SERVER_EPHEMERAL": "1", "PREFECT__SERVER_FINAL": "1"}
@@ -71,9 +73,10 @@ def current() -> Startup | None:
 
 
 class TemporaryServer:
-    def __init__(self, process: subprocess.Popen, port: int) -> None:
+    def __init__(self, process: subprocess.Popen, port: int, auth: str | None = None) -> None:
         self.process = process
         self.url = f"http://127.0.0.1:{port}/api"
+        self.auth = auth  # the credential its API asks for (pipeline.execution.api_auth)
 
     def stop(self) -> None:
         if self.process.poll() is None:
@@ -137,10 +140,12 @@ def spawn(port: int | None = None) -> tuple[TemporaryServer, int]:
 
         env.update(get_current_settings().to_environment_variables(exclude_unset=True))
     env.pop("PREFECT_API_URL", None)
+    auth = f"{api_auth.USER}:{secrets.token_urlsafe(32)}"  # this run's alone: no other account may use its API
+    env.update(api_auth.server_env(auth))
     port = port or _free_port()
     process = interpreters.popen(["-m", "pipeline.execution.server", str(os.getpid()), str(port)], env_base=env,
                                  stdin=subprocess.DEVNULL)
-    return TemporaryServer(process, port), port
+    return TemporaryServer(process, port, auth), port
 
 
 def wait_for(server: TemporaryServer, timeout: float = STARTUP_TIMEOUT_S) -> TemporaryServer:
@@ -207,7 +212,7 @@ def for_run(idle_minutes: float = 0.0, *, say: Callable[[str], None] = lambda _:
                 if shared.how == "started":
                     say(f"the Prefect server answered after {_current.seconds:.1f} s, at {shared.url} "
                         f"(pid {shared.pid})")
-                with _pointing_at(shared.url):
+                with _pointing_at(shared.url), api_auth.for_clients(api_auth.credential(shared.folder)):
                     yield _current
         else:
             say("starting a temporary Prefect server for this run ...")
@@ -217,7 +222,7 @@ def for_run(idle_minutes: float = 0.0, *, say: Callable[[str], None] = lambda _:
                 server = wait_for(server)
                 _current = Startup("temporary", server.url, round(time.monotonic() - began, 2), command_started)
                 say(f"the Prefect server answered after {_current.seconds:.1f} s")
-                with _pointing_at(server.url):
+                with _pointing_at(server.url), api_auth.for_clients(server.auth):
                     yield _current
             finally:
                 server.stop()

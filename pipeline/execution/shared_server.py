@@ -44,9 +44,10 @@ import orjson
 
 from pipeline import atomic, private, settings, spawn
 from pipeline.errors import SkillmillError
+from pipeline.execution import api_auth
 
 STATE, LOCK, USERS, LOG = "skillmill-server.json", "skillmill-server.lock", "skillmill-server.users", "skillmill-server.log"
-PROTOCOL = 1  # what the state file and the locks mean; a server speaking another is replaced
+PROTOCOL = 2  # what the state file and the locks mean; a server speaking another is replaced (2: API credential)
 LOCK_TIMEOUT_S = 120.0  # a server that decided to stop holds the lock until it has exited
 MODULE = "pipeline.execution.shared_server"
 _SERVER_ENV = {"PREFECT_UI_ENABLED": "0", "PREFECT__SERVER_EPHEMERAL": "1", "PREFECT__SERVER_FINAL": "1"}
@@ -129,7 +130,7 @@ def _find(folder: Path, say: Callable[[str], None], timeout: float) -> Shared | 
 
 
 def _start(folder: Path, idle_s: float) -> Shared:
-    env = {**os.environ, **settings.OFFLINE_ENV, **_SERVER_ENV}
+    env = {**os.environ, **settings.OFFLINE_ENV, **_SERVER_ENV, **api_auth.server_env(api_auth.credential(folder))}
     env.pop("PREFECT_API_URL", None)
     # Its own session: Ctrl-C and a closing terminal reach the run, not the server the next run will use.
     with private.open_file(folder / LOG, "wb") as out:
