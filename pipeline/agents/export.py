@@ -123,10 +123,9 @@ def project_repo(project: Path | None) -> str | None:
     """The repository a project folder is a checkout of (``owner/name`` from its git config), if any."""
     if project is None:
         return None
-    from pipeline.recall.folders import repo_of
+    from pipeline import checkout
 
-    folder = project.expanduser().absolute()
-    return repo_of(str(folder)) if any((p / ".git").exists() for p in (folder, *folder.parents)) else None
+    return checkout.repo_of(project)
 
 
 def export(agent: str, project: Path | None, library: Path, *, dry_run: bool = False,

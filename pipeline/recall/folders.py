@@ -8,10 +8,11 @@ count as approved: a team already uses them.
 from __future__ import annotations
 
 import os
-import re
 from collections import namedtuple
 from collections.abc import Iterator
 from pathlib import Path
+
+from pipeline import checkout
 
 SKILL_FILE = "SKILL.md"
 #: Never descend here: dependencies, VCS data, and skillmill's own review folders.
@@ -19,9 +20,6 @@ SKIP_DIRS = frozenset({".git", ".hg", ".svn", "node_modules", "__pycache__", ".v
                        ".tox", ".mypy_cache", ".pytest_cache", ".ruff_cache"})
 #: Hidden folders that hold agent skills and are worth entering.
 AGENT_DIRS = frozenset({".claude", ".agents", ".codex", ".gemini", ".github", ".cursor", ".opencode"})
-_REMOTE = re.compile(r"url\s*=\s*\S*?[:/]([\w.-]+)/([\w.-]+?)(?:\.git)?/?\s*$", re.M)
-
-
 #: A SKILL.md found, with what decides whether to read it again (a named tuple: ``repo_of`` below
 #: is on the hook path, where importing ``dataclasses`` costs milliseconds).
 FoundFile = namedtuple("FoundFile", "file size mtime_ns")
@@ -73,22 +71,6 @@ def project_repo(folder: Path) -> str | None:
 
 
 def repo_of(cwd: str | None) -> str | None:
-    """``owner/name`` from the checkout's git config (read directly: no git process), else its folder name."""
-    if not cwd:
-        return None
-    here = Path(cwd)
-    for folder in (here, *here.parents):
-        git = folder / ".git"
-        if git.is_dir() or git.is_file():
-            config = git / "config"
-            try:
-                if git.is_file():  # a worktree: "gitdir: <path>"
-                    gitdir = Path(git.read_text(encoding="utf-8").split(":", 1)[1].strip())
-                    config = (folder / gitdir).resolve().parent.parent / "config"
-                text = config.read_text(encoding="utf-8")
-            except (OSError, IndexError):
-                return folder.name
-            section = text.split('[remote "origin"]', 1)
-            match = _REMOTE.search(section[1].split("\n[", 1)[0]) if len(section) == 2 else None
-            return f"{match.group(1)}/{match.group(2)}" if match else folder.name
-    return None
+    """``owner/name`` from the checkout's git config (read directly, bounded: no git process), else its folder
+    name (:func:`pipeline.checkout.repo_of`)."""
+    return checkout.repo_of(cwd)

@@ -23,7 +23,9 @@ from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from pipeline import checkout, confined
 from pipeline.errors import UsageError
+from pipeline.redact import sanitize
 
 #: At most this many files are read; a scan of a huge monorepo stops there and says so.
 MAX_FILES = 300
@@ -287,31 +289,24 @@ class _Budget:
         self.root, self.limit, self.read, self.truncated = root, limit, [], False
 
     def text(self, relative: str) -> str | None:
-        path = self.root / relative
         if len(self.read) >= self.limit:
             self.truncated = True
             return None
-        try:
-            if not path.is_file():
-                return None
-            with path.open("rb") as handle:
-                data = handle.read(MAX_BYTES)
-        except OSError:
+        data = confined.read(self.root, relative, MAX_BYTES)  # regular files inside the checkout, bounded
+        if data is None:
             return None
         self.read.append(relative)
-        return data.decode("utf-8", "replace")
+        # redacted where it enters, as sessions are: what scan prints (terminal, --json) is what it would write
+        return str(sanitize(data.decode("utf-8", "replace")))
 
 
 def _ignored(root: Path) -> Callable[[str], bool]:
     """The top ``.gitignore``'s patterns, for names met while listing (a simple, common subset)."""
     patterns: list[str] = []
-    try:
-        for raw in (root / ".gitignore").read_text(encoding="utf-8", errors="replace").splitlines()[:500]:
-            line = raw.strip()
-            if line and not line.startswith(("#", "!")):
-                patterns.append(line.strip("/"))
-    except OSError:
-        pass
+    for raw in (confined.read_text(root, ".gitignore", MAX_BYTES) or "").splitlines()[:500]:
+        line = raw.strip()
+        if line and not line.startswith(("#", "!")):
+            patterns.append(line.strip("/"))
 
     def ignored(relative: str) -> bool:
         name = relative.rsplit("/", 1)[-1]
@@ -365,36 +360,18 @@ def scan(path: str | Path = ".", *, max_files: int = MAX_FILES, on_file: Callabl
 
 def repo_name(root: Path, budget: _Budget | None = None) -> str | None:
     """``owner/name`` from the checkout's git remote, else the name its manifest declares, else the folder's."""
-    from_git = _git_remote(root)
+    from_git = checkout.remote(root)
     if from_git:
         return from_git
     for manifest in ("pyproject.toml", "package.json", "Cargo.toml", "setup.cfg"):
-        try:
-            text = (root / manifest).read_text(encoding="utf-8", errors="replace")[:MAX_BYTES]
-        except OSError:
+        text = confined.read_text(root, manifest, MAX_BYTES)
+        if text is None:
             continue
         name = _manifest_name(manifest, text)
         if name:
             return name
     name = re.sub(r"-\d+(\.\d+)+([a-z]+\d*)?$", "", root.name)  # an unpacked sdist: attrs-25.3.0
     return name or None
-
-
-def _git_remote(root: Path) -> str | None:
-    config = root / ".git" / "config"
-    try:
-        text = config.read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return None
-    match = re.search(r'\[remote "origin"\][^\[]*?url\s*=\s*(\S+)', text) or re.search(r"url\s*=\s*(\S+)", text)
-    if not match:
-        return None
-    url = match.group(1)
-    found = re.match(r"^(?:[\w+.-]+://)?(?:[^@/\s]+@)?([^/:\s]+)[:/]([^\s]+?)(?:\.git)?/*$", url)
-    if not found:
-        return None
-    parts = [p for p in found.group(2).split("/") if p]
-    return "/".join(parts[-2:]) if len(parts) >= 2 else None
 
 
 def _manifest_name(manifest: str, text: str) -> str | None:

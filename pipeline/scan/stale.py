@@ -22,6 +22,7 @@ import time
 from collections.abc import Iterable
 from pathlib import Path
 
+from pipeline import checkout, confined
 from pipeline.scan import marks
 
 #: A file that names a path with one of these endings is checked (module names like ``os.path`` are not paths).
@@ -71,7 +72,10 @@ class Checkout:
         self._targets: dict[str, set[str] | None] = {}
 
     def exists(self, relative: str) -> bool:
-        return (self.root / relative).exists()
+        try:  # inside the checkout: a link out of it proves nothing about it
+            return os.path.lexists(confined.resolve(self.root, relative))
+        except (confined.Refused, OSError):
+            return False
 
     def targets(self, tool: str) -> set[str] | None:
         """Names ``tool`` can run here, or None when the checkout has no file for it."""
@@ -82,10 +86,8 @@ class Checkout:
     def _read(self, tool: str) -> set[str] | None:
         def text(*names: str) -> str | None:
             for name in names:
-                try:
-                    return (self.root / name).read_text(encoding="utf-8", errors="replace")[:512 * 1024]
-                except OSError:
-                    continue
+                if (found := confined.read_text(self.root, name, 512 * 1024)) is not None:
+                    return found
             return None
         if tool == "make":
             found = text("GNUmakefile", "makefile", "Makefile")
@@ -253,11 +255,7 @@ def refresh(library: Path | str, root: Path | str, repo: str | None, *, by: str,
 
 def checkout_root(cwd: str | Path) -> Path:
     """The checkout ``cwd`` is in: the nearest folder up with ``.git``, else ``cwd`` itself."""
-    here = Path(cwd)
-    for folder in (here, *here.parents):
-        if (folder / ".git").exists():
-            return folder
-    return here
+    return checkout.root_of(cwd) or Path(cwd)
 
 
 def at_hook(cwd: str | Path, repo: str | None) -> None:
