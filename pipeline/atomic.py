@@ -13,10 +13,12 @@ import os
 import tempfile
 from pathlib import Path
 
+from pipeline import private
+
 
 def write(file: Path, data: str | bytes) -> None:
     """Replace ``file`` with ``data`` (text is written as UTF-8), creating its folder if needed."""
-    file.parent.mkdir(parents=True, exist_ok=True)
+    private.make_folders(file.parent)  # new folders owner-only, as the file (mkstemp: 0600)
     fd, tmp = tempfile.mkstemp(prefix=f".{file.name}.", suffix=".tmp", dir=file.parent)
     try:
         with os.fdopen(fd, "wb") as handle:

@@ -26,6 +26,14 @@ DIR_MODE = 0o700
 
 def mkdir(folder: Path) -> Path:
     """Create ``folder`` and any missing parents owner-only; a folder of ours found open to others is closed."""
+    make_folders(folder)
+    restrict(folder, DIR_MODE)
+    return folder
+
+
+def make_folders(folder: Path) -> Path:
+    """Create ``folder`` and any missing parents owner-only, leaving folders already there as they are
+    (a library outside the home is not listable by others: skill and repository names are the user's)."""
     missing = []
     parent = Path(folder)
     while not parent.exists() and parent != parent.parent:
@@ -33,7 +41,6 @@ def mkdir(folder: Path) -> Path:
         parent = parent.parent
     for path in reversed(missing):
         path.mkdir(mode=DIR_MODE, exist_ok=True)
-    restrict(folder, DIR_MODE)
     return folder
 
 

@@ -100,3 +100,27 @@ def test_a_home_and_database_made_before_are_closed_when_opened(tmp_path: Path, 
     os.chmod(isolated_home / "skillmill.duckdb", 0o644)
     build([django_inputs(tmp_path, "django__django-16255")], tmp_path / "skills")
     assert not open_to_others(isolated_home)
+
+
+def test_a_library_outside_the_home_and_the_vector_cache_are_made_owner_only(tmp_path: Path,
+                                                                            isolated_home: Path) -> None:
+    """Issue 23.8: skill and repository names are the user's; so are the cached vectors of their skills."""
+    from pipeline.library import Library
+    from pipeline.recall.semantic import embed_documents
+    from tests.test_skill_file import sample_skills
+
+    library = Library(tmp_path / "elsewhere" / "team" / "skills")
+    library.save(sample_skills()[0])
+    for folder in (tmp_path / "elsewhere", tmp_path / "elsewhere" / "team", library.root,
+                   *[p for p in library.root.rglob("*") if p.is_dir()]):
+        assert stat.S_IMODE(folder.stat().st_mode) == 0o700, folder
+
+    class Tiny:
+        name, dim = "tiny", 2
+
+        def embed(self, texts):  # noqa: ANN001, ANN202
+            return [[1.0, 0.0] for _ in texts]
+
+    cache = isolated_home / "vectors.sqlite"
+    embed_documents(Tiny(), ["a skill"], cache=cache)
+    assert stat.S_IMODE(cache.stat().st_mode) == 0o600

@@ -25,6 +25,8 @@ from typing import Literal
 import orjson
 from pydantic import BaseModel, Field
 
+from pipeline import private
+
 AUDIT_FILE = "_audit.jsonl"
 #: ``reopen`` and ``withdraw`` are a run's: a rejected skill back with new evidence; a candidate of a session
 #: version that was superseded (the session grew), taken out of the queue.
@@ -70,7 +72,7 @@ class AuditLog:
 
     def append(self, *, who: str, action: Action, skill: str, **fields: object) -> AuditEntry:
         """Add one entry at the end (never rewrites a line); returns it with its seq and chain hash."""
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        private.make_folders(self.path.parent)
         # Owner-only, as the skill files beside it: reasons can quote what a skill holds.
         with os.fdopen(os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o600), "a+b") as handle:
             fcntl.flock(handle.fileno(), fcntl.LOCK_EX)

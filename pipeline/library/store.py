@@ -265,7 +265,7 @@ class _ProcessLock:
             return
         try:
             if self.depth == 0:
-                self.file.parent.mkdir(parents=True, exist_ok=True)
+                private.make_folders(self.file.parent)
                 fd = os.open(self.file, os.O_RDWR | os.O_CREAT, 0o600)
                 try:
                     fcntl.flock(fd, fcntl.LOCK_EX if wait else fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -357,7 +357,7 @@ def read_skill(file: Path) -> Skill:
 
 
 def _atomic_new_folder(target: Path, text: str) -> None:
-    target.parent.mkdir(parents=True, exist_ok=True)
+    private.make_folders(target.parent)
     staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent))
     try:
         atomic_write(staging / SKILL_FILE, text)
@@ -368,7 +368,7 @@ def _atomic_new_folder(target: Path, text: str) -> None:
 
 
 def _atomic_move(source: Path, target: Path) -> None:
-    target.parent.mkdir(parents=True, exist_ok=True)
+    private.make_folders(target.parent)
     if target.exists():
         shutil.rmtree(target)
     os.rename(source, target)

@@ -214,6 +214,8 @@ def embed_documents(embedder: Embedder, texts: list[str], *, cache: Path | None 
         from pipeline import private
 
         private.mkdir(file.parent)
+        os.close(os.open(file, os.O_RDWR | os.O_CREAT, private.FILE_MODE))  # sqlite would make it 0644
+        private.restrict(file)
         con = sqlite3.connect(file, timeout=30)
         con.execute("CREATE TABLE IF NOT EXISTS vectors (key TEXT PRIMARY KEY, v BLOB NOT NULL) WITHOUT ROWID")
         for i in range(0, len(keys), 500):
