@@ -31,6 +31,7 @@ from pipeline.execution.lock import describe, run_lock
 from pipeline.execution.runners import Failed, Parcel
 from pipeline.index.state import StateDB
 from pipeline.ingest import FileReport
+from pipeline.ingest.identity import Locator
 from pipeline.ingest.sources import Ignore
 from pipeline.ingest.watermark import Mode, Reading, Watermark
 from pipeline.library import Library
@@ -43,9 +44,10 @@ from pipeline.trajectory import Trajectory
 
 @task(name="parse", cache_policy=NO_CACHE, persist_result=False)
 def parse_files(parcel: Parcel[tuple[Path, Watermark | None]], reader: str = "",
-                ignore: Ignore | None = None) -> Parcel[Reading | Failed]:
+                ignore: Ignore | None = None, locator: Locator | None = None) -> Parcel[Reading | Failed]:
     """Read what is new in each file since its watermark (all of it the first time)."""
-    return runners.each(lambda item: stages.read(item[0], item[1], reader=reader, ignore=ignore), parcel)
+    return runners.each(lambda item: stages.read(item[0], item[1], reader=reader, ignore=ignore, locator=locator),
+                        parcel)
 
 
 @task(name="distill", cache_policy=NO_CACHE, persist_result=False)
@@ -90,7 +92,8 @@ def nightly(paths: list[str], library: str | None = None, defer_minutes: float |
         trajectories: list[Trajectory] = []
         with progress.stage("parse", len(plan.to_read)) as bar, runners.local(cfg.run.concurrency) as local:
             for (path, previous), reading in runners.fan_out(local, parse_files, plan.to_read, cfg.run.concurrency,
-                                                             on_parcel=bar.advance, reader=reader, ignore=ignore):
+                                                             on_parcel=bar.advance, reader=reader, ignore=ignore,
+                                                             locator=Locator(cfg.sources.repos_map)):
                 if isinstance(reading, Failed):
                     report = FileReport(path=str(path), status="failed")
                     report.error(f"reading failed: {reading.reason}")

@@ -8,6 +8,7 @@ stages add their fields here, in one place.
     paths = ["~/work/agent-logs"]            # looked at besides the default locations
     ignore_paths = ["~/work/secret-repo"]    # never read: files below it, and sessions run in it
     repos = ["~/code/app"]                   # where repo-local histories live (Aider)
+    repos_map = { "~/scratch/api-*" = "acme/api" }  # sessions run there (or filed there) are acme/api's
     defer_minutes = 5                        # a session changed more recently is read next run
 
     [redaction]
@@ -62,6 +63,9 @@ class SourcesConfig(_Section):
     defaults: bool = Field(True, description="Also look in the places each format's agent keeps its files.")
     repos: list[str] = Field(default_factory=list,
                              description="Repositories holding repo-local histories (Aider's .aider.chat.history.md).")
+    repos_map: dict[str, str] = Field(default_factory=dict,
+                                      description="Folder or glob -> owner/name: the repository of sessions that ran "
+                                                  "there (or whose files lie there), for moved or anonymised folders.")
     defer_minutes: float = Field(5.0, ge=0, description="Files changed less than this long ago are still being "
                                                         "written: discovery defers them to the next run.")
 

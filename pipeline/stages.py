@@ -24,6 +24,7 @@ from pipeline.errors import SkillFileError
 from pipeline.index.state import StateDB
 from pipeline.ingest import FileReport, ingest_file, iter_files, sources, watermark
 from pipeline.ingest import tables as ingest_tables
+from pipeline.ingest.identity import Locator
 from pipeline.ingest.watermark import Decision, Mode, Reading, Watermark
 from pipeline.library.store import Library
 from pipeline.recall.publish import index as index  # the index stage: mirror the library, publish recall
@@ -54,6 +55,8 @@ def reader_key(cfg: Config | None = None) -> str:
     """
     cfg = cfg or config.load()
     ignored = ",".join(sorted(cfg.sources.ignore_paths))
+    if cfg.sources.repos_map:  # a session mapped to another repository is read again, and filed there
+        ignored += "|" + ",".join(f"{k}={v}" for k, v in sorted(cfg.sources.repos_map.items()))
     if cfg.llm.model:  # the model distiller (and its prompt version) decides what a run does
         from pipeline.distill.llm import NAME, version
 
@@ -89,13 +92,15 @@ def plan_reads(state: StateDB, files: list[Path], *, reader: str, defer_s: float
     return plan
 
 
-def read(path: Path, previous: Watermark | None, *, reader: str, ignore: sources.Ignore | None = None) -> Reading:
-    """Read what is new in one file; sessions run below ``ignore`` are dropped before anything keeps them."""
+def read(path: Path, previous: Watermark | None, *, reader: str, ignore: sources.Ignore | None = None,
+         locator: Locator | None = None) -> Reading:
+    """Read what is new in one file; sessions run below ``ignore`` are dropped before anything keeps them;
+    ``locator`` names their repositories from this machine (``[sources] repos_map``, the checkout on disk)."""
     if ignore and ignore.covers(path):
         report = FileReport(path=str(path), status="skipped")
         report.error("below a folder in [sources] ignore_paths: not read")
         return Reading(path, Mode.NEW, report, previous=previous)
-    reading = watermark.read(path, previous, reader=reader)
+    reading = watermark.read(path, previous, reader=reader, locator=locator)
     if ignore and reading.report is not None:
         kept = [t for t in reading.trajectories if not ignore.covers_cwd(t.cwd)]
         if len(kept) < len(reading.trajectories):

@@ -23,13 +23,23 @@ def command(trajectory_id: str, as_json: bool) -> None:
     from pipeline.index.lookup import trajectory
 
     info = trajectory(trajectory_id)
+    why = _no_repo(info)
     if as_json:
-        emit_json(info.contract())
+        emit_json({**info.contract(), "repo_unknown": why and {"reason": why[0], "fix": why[1]}})
         return
-    _print(info)
+    _print(info, why)
 
 
-def _print(info: Any) -> None:
+def _no_repo(info: Any) -> tuple[str, str] | None:
+    """Why the trajectory has no repository and what would give it one (None: it has one)."""
+    if info.repo:
+        return None
+    from pipeline.ingest.identity import why_unknown
+
+    return why_unknown(info.cwd, info.source_path)
+
+
+def _print(info: Any, why: tuple[str, str] | None = None) -> None:
     """Session text (task, paths, commands, evidence) goes through ``visible``: no escape sequences."""
 
     def say(label: str, text: object) -> None:
@@ -43,6 +53,9 @@ def _print(info: Any) -> None:
     extra = ", ".join(x for x in (f"branch {info.git_branch}" if info.git_branch else "",
                                   f"in {info.cwd}" if info.cwd else "") if x)
     say("repo", where + (f" ({extra})" if extra else ""))
+    if why:
+        say("", f"why: {why[0]}")
+        say("", f"fix: {why[1]}")
     lines = (info.task or "").strip().splitlines() or ["(none recorded)"]
     say("task", lines[0] + (f"  [+{len(lines) - 1} more lines: --json has all]" if len(lines) > 1 else ""))
     evidence = f": {info.outcome_evidence}" if info.outcome_evidence else ""

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 from pipeline.errors import SkillmillError, UsageError, validation_summary
 from pipeline.ingest.base import TrajectoryFormat
+from pipeline.ingest.identity import Locator
 from pipeline.ingest.outcome import infer_outcome
 from pipeline.ingest.reader import Checkpoint, Probe
 from pipeline.ingest.report import FileReport
@@ -28,6 +29,7 @@ if TYPE_CHECKING:
 __all__ = ["Checkpoint", "FileReport", "Trajectory", "detect", "ingest_file", "iter_files"]
 
 logger = logging.getLogger(__name__)
+_NO_MAP = Locator()
 
 
 def _suffixes() -> tuple[str, ...]:
@@ -93,13 +95,16 @@ def detect(probe: Probe) -> TrajectoryFormat | None:
 
 
 def ingest_file(path: Path, *, checkpoint: Checkpoint | None = None,
-                fmt: TrajectoryFormat | None = None) -> tuple[FileReport, list[Trajectory]]:
+                fmt: TrajectoryFormat | None = None, locator: Locator | None = None) -> tuple[FileReport, list[Trajectory]]:
     """Parse one file into trajectories. Never raises for bad content: it is in the report.
 
     ``fmt`` skips detection (the caller knows the format, e.g. when resuming); with a
     ``checkpoint``, an incremental format resumes from it and leaves it where it stopped
-    (``pipeline.ingest.watermark``), others parse the whole file.
+    (``pipeline.ingest.watermark``), others parse the whole file. ``locator`` (default: no
+    ``repos_map``) names each session's repository from this machine when it can: the checkout at its
+    working folder, or the user's map (``pipeline.ingest.identity.Locator``).
     """
+    locator = locator or _NO_MAP
     report = FileReport(path=str(path))
     try:
         if not path.is_file():
@@ -130,6 +135,7 @@ def ingest_file(path: Path, *, checkpoint: Checkpoint | None = None,
     try:
         for trajectory in parsed:
             fmt.mark_protocol_errors(trajectory)
+            locator.locate(trajectory)  # before the id: a session filed under another repository is another one
             trajectory.outcome = infer_outcome(trajectory)
             trajectories.append(trajectory.with_id())  # the one place the id is set: it hashes the outcome
     except OSError as exc:

@@ -48,15 +48,19 @@ repository.
 
 from __future__ import annotations
 
+import fnmatch
+import os
 import re
 import tomllib
 from collections import Counter
 from collections.abc import Sequence
 from enum import IntEnum
+from pathlib import Path
 from typing import Any
 
 import orjson
 
+from pipeline import checkout
 from pipeline.trajectory import Step, StepKind
 
 
@@ -380,3 +384,88 @@ def manifest_name(manifest: str, text: str) -> str | None:
         return module.rsplit("/", 1)[-1]
     return None
 
+
+
+# -- on this machine: the checkout itself, and what the user mapped -----------------------------
+class Locator:
+    """Where a session ran, as this machine knows it now: stronger than anything the session's text shows.
+
+    1. ``[sources] repos_map`` -- a folder (it and everything below it) or a glob, matched against the
+       session's working folder, else the folder of its file -> ``owner/name``: the user's word, for
+       anonymised, moved or copied folders;
+    2. the checkout at the working folder, when it exists here -- its git remote (``owner/name``), else
+       the checkout's folder name (a folder holding ``.git`` is a checkout wherever it is, ``/tmp`` too).
+
+    Plain data (a tuple of pairs), so it travels to Dask workers with the read it configures.
+    """
+
+    def __init__(self, repos_map: dict[str, str] | None = None) -> None:
+        self.repos_map = tuple((str(Path(k).expanduser()) if not _GLOB.search(k) else os.path.expanduser(k), v)
+                               for k, v in (repos_map or {}).items())
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Locator) and other.repos_map == self.repos_map
+
+    def __hash__(self) -> int:
+        return hash(self.repos_map)
+
+    def mapped(self, *folders: str | None) -> str | None:
+        for folder in folders:
+            if not folder:
+                continue
+            flat = folder.replace("\\", "/").rstrip("/")
+            for key, repo in self.repos_map:
+                if _GLOB.search(key):
+                    if fnmatch.fnmatchcase(flat, key.rstrip("/")) or fnmatch.fnmatchcase(flat, key.rstrip("/") + "/*"):
+                        return repo
+                elif flat == key.rstrip("/") or flat.startswith(key.rstrip("/") + "/"):
+                    return repo
+        return None
+
+    def locate(self, trajectory: Any) -> None:
+        """Set ``trajectory.repo`` from the map or the checkout on disk, when either knows it."""
+        source_folder = os.path.dirname(trajectory.source_path) if trajectory.source_path else None
+        repo = self.mapped(trajectory.cwd, source_folder) or on_disk(trajectory.cwd)
+        if repo:
+            trajectory.repo = repo
+
+
+_GLOB = re.compile(r"[*?\[]")
+
+
+def on_disk(cwd: str | None) -> str | None:
+    """The repository of the checkout at ``cwd`` on this machine: its remote, else its folder's name."""
+    if not cwd or not os.path.isabs(cwd) or not os.path.isdir(cwd):
+        return None
+    root = checkout.root_of(cwd)
+    if root is None or root == Path(root.anchor):
+        return None
+    text = checkout.config_text(root)
+    url = checkout.remote_url(text) if text else None
+    slug = repo_slug(url) if url else None
+    if slug and usable(slug.rsplit("/", 1)[-1]):
+        return slug
+    return root.name if usable(root.name) and not _MKDTEMP.match(root.name) else None
+
+
+def why_unknown(cwd: str | None, source_path: str | None) -> tuple[str, str]:
+    """Why a session has no repository, and what would give it one (for ``skillmill show`` and run reports)."""
+    fix = "map its folder in skillmill.toml: [sources] repos_map = {\"%s\" = \"owner/name\"}"
+    if not cwd:
+        folder = os.path.dirname(source_path) if source_path else "<folder>"
+        return ("the session recorded no working folder, and nothing in it names a repository (no git remote, "
+                "no manifest)", fix % folder)
+    where = cwd.replace("\\", "/").rstrip("/")
+    name = _base(where)
+    if not os.path.isdir(cwd):
+        if temporary(cwd):
+            reason = f"it ran in {cwd}, a temporary folder that is gone"
+        elif not usable(name):
+            reason = f"it ran in {cwd}, whose name '{name}' says nothing (a placeholder or a hash)"
+        else:
+            reason = f"it ran in {cwd}, which is not on this machine, and the session shows no git remote"
+        return reason, fix % cwd + ", or run skillmill where that checkout is"
+    if checkout.root_of(cwd) is None:
+        return (f"{cwd} is here but is no git checkout, and its name '{name}' is not used as one"
+                if not usable(name) else f"{cwd} is here but is no git checkout", fix % cwd)
+    return f"the checkout at {cwd} has no remote and a name that says nothing ('{name}')", fix % cwd

@@ -40,6 +40,7 @@ from pydantic import BaseModel, Field
 
 from pipeline import __version__
 from pipeline.ingest import Checkpoint, FileReport, Trajectory, ingest_file
+from pipeline.ingest.identity import Locator
 from pipeline.plugins import registered_formats
 
 log = logging.getLogger(__name__)
@@ -140,42 +141,42 @@ def check(path: Path, previous: Watermark | None, *, reader: str, defer_s: float
     return Check(Decision.READ, age_s=age, may_resume=grown)
 
 
-def read(path: Path, previous: Watermark | None, *, reader: str) -> Reading:
+def read(path: Path, previous: Watermark | None, *, reader: str, locator: Locator | None = None) -> Reading:
     """Read what is new in ``path`` since ``previous`` (see the module docstring)."""
     try:
         st = path.stat()
     except OSError:
-        report, trajectories = ingest_file(path)  # reports the error
+        report, trajectories = ingest_file(path, locator=locator)  # reports the error
         return Reading(path, Mode.NEW, report, trajectories, previous=previous)
     if previous is None or previous.reader != reader or st.st_size < previous.offset or not previous.format:
-        return _whole(path, previous, reader, Mode.NEW if previous is None else Mode.REREAD)
+        return _whole(path, previous, reader, Mode.NEW if previous is None else Mode.REREAD, locator)
     hasher = _hash(path, previous.offset)
     if hasher is None or hasher.hexdigest() != previous.digest:
-        return _whole(path, previous, reader, Mode.REWRITTEN)
+        return _whole(path, previous, reader, Mode.REWRITTEN, locator)
     if st.st_size == previous.size:
         touched = previous.model_copy(update={"mtime_ns": st.st_mtime_ns, "read_at": datetime.now(UTC)})
         return Reading(path, Mode.UNCHANGED, watermark=touched, previous=previous)
     fmt = next((f for f in registered_formats() if f.name == previous.format), None)
     if fmt is None or not fmt.incremental or previous.state is None:
-        return _whole(path, previous, reader, Mode.REREAD)
+        return _whole(path, previous, reader, Mode.REREAD, locator)
     try:
         checkpoint = Checkpoint(offset=previous.offset, line=previous.line, state=zlib.decompress(previous.state))
-        report, trajectories = ingest_file(path, checkpoint=checkpoint, fmt=fmt)
+        report, trajectories = ingest_file(path, checkpoint=checkpoint, fmt=fmt, locator=locator)
     except Exception as exc:  # a state this code cannot use: the whole file is the safe answer
         log.warning("cannot resume %s (%s: %s); reading it whole", path, type(exc).__name__, exc)
-        return _whole(path, previous, reader, Mode.REREAD)
+        return _whole(path, previous, reader, Mode.REREAD, locator)
     _extend(hasher, path, previous.offset, checkpoint.offset)
     mark = _watermark(path, st, report, trajectories, reader, checkpoint, hasher.hexdigest())
     return Reading(path, Mode.APPENDED, report, trajectories, mark, previous)
 
 
-def _whole(path: Path, previous: Watermark | None, reader: str, mode: Mode) -> Reading:
+def _whole(path: Path, previous: Watermark | None, reader: str, mode: Mode, locator: Locator | None = None) -> Reading:
     try:
         st = path.stat()
     except OSError:
         st = None
     checkpoint = Checkpoint()
-    report, trajectories = ingest_file(path, checkpoint=checkpoint)
+    report, trajectories = ingest_file(path, checkpoint=checkpoint, locator=locator)
     if st is None or (report.status == "failed" and report.format is None):
         return Reading(path, mode, report, trajectories, previous=previous)  # unreadable: try again next run
     if checkpoint.state is None:  # not resumable: what was read is the file as it was stat'ed
