@@ -126,3 +126,12 @@ def test_run_files_sessions_by_the_map_and_show_says_why_when_none(corpus: Path,
     as_json = json.loads(skillmill("show", rows["/tmp/tmpzz99yy88"], "--json").stdout)
     assert as_json["repo_unknown"]["fix"].startswith("map its folder")
     assert json.loads(skillmill("show", rows["/home/user/p1"], "--json").stdout)["repo_unknown"] is None
+
+
+def test_a_session_file_deep_inside_another_checkout_is_not_its_session(corpus: Path, tmp_path: Path) -> None:
+    """skillmill's own clone holds samples/aider/<x>/.aider.chat.history.md: those are Monochromatic's."""
+    clone = checkout(tmp_path / "skillmill", "https://github.com/example/skillmill.git")
+    (clone / "samples" / "aider" / "mono").mkdir(parents=True)
+    shutil.copy(corpus / AIDER, clone / "samples" / "aider" / "mono" / ".aider.chat.history.md")
+    _, found = ingest_file(clone / "samples" / "aider" / "mono" / ".aider.chat.history.md")
+    assert found and "example/skillmill" not in {t.repo for t in found}

@@ -425,7 +425,7 @@ class Locator:
     def locate(self, trajectory: Any) -> None:
         """Set ``trajectory.repo`` from the map or the checkout on disk, when either knows it."""
         source_folder = os.path.dirname(trajectory.source_path) if trajectory.source_path else None
-        repo = self.mapped(trajectory.cwd, source_folder) or on_disk(trajectory.cwd)
+        repo = self.mapped(trajectory.cwd, source_folder) or on_disk(trajectory.cwd, trajectory.source_path)
         if repo:
             trajectory.repo = repo
 
@@ -433,13 +433,22 @@ class Locator:
 _GLOB = re.compile(r"[*?\[]")
 
 
-def on_disk(cwd: str | None) -> str | None:
-    """The repository of the checkout at ``cwd`` on this machine: its remote, else its folder's name."""
+def on_disk(cwd: str | None, source_path: str | None = None) -> str | None:
+    """The repository of the checkout at ``cwd`` on this machine: its remote, else its folder's name.
+
+    A session file lying deep inside another checkout (a fixture, a copied corpus: ``samples/aider/x/
+    .aider.chat.history.md`` in skillmill's own clone) is not that checkout's session: an agent keeps
+    its log at the checkout's top (aider) or outside it (Claude Code, Codex ...).
+    """
     if not cwd or not os.path.isabs(cwd) or not os.path.isdir(cwd):
         return None
     root = checkout.root_of(cwd)
     if root is None or root == Path(root.anchor):
         return None
+    if source_path:
+        folder = Path(os.path.abspath(source_path)).parent
+        if folder != root and root in folder.parents:
+            return None
     text = checkout.config_text(root)
     url = checkout.remote_url(text) if text else None
     slug = repo_slug(url) if url else None
