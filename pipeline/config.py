@@ -32,6 +32,10 @@ stages add their fields here, in one place.
     [scan]
     enabled = true                           # `skillmill run` scans the checkouts its sessions ran in (default false)
 
+    [handoff]
+    enabled = true                           # briefs of unfinished sessions for the next one in the checkout
+    expire_days = 7
+
     [review]
     deprecate_after_days = 90                # approved skills unserved (or mostly unhelpful) this long: proposed
 """
@@ -149,6 +153,15 @@ class ReviewConfig(_Section):
                                 "many days is proposed for deprecation (never one approved more recently).")
 
 
+class HandoffConfig(_Section):
+    """Briefs of unfinished sessions for the next one in the same checkout (``pipeline/handoff``; its store reads
+    these two keys itself, without this model, on the hook's path; ``tests/test_handoff.py`` holds the
+    defaults here and there equal)."""
+
+    enabled: bool = Field(True, description="Write and serve handoffs.")
+    expire_days: float = Field(7.0, gt=0, description="A handoff older than this is removed.")
+
+
 class Config(_Section):
     library: str | None = None
     sources: SourcesConfig = Field(default_factory=SourcesConfig)
@@ -159,6 +172,7 @@ class Config(_Section):
     run: RunConfig = Field(default_factory=RunConfig)
     scan: ScanConfig = Field(default_factory=ScanConfig)
     review: ReviewConfig = Field(default_factory=ReviewConfig)
+    handoff: HandoffConfig = Field(default_factory=HandoffConfig)
     #: dotted key -> "default" | "file <path>" | "env <NAME>" | "flag"
     origin: dict[str, str] = Field(default_factory=dict, exclude=True)
 

@@ -65,7 +65,7 @@ def test_mcp_server_over_stdio_with_the_sdk_client(indexed: Path) -> None:
                     "verdict": verdict.content[0].text, "bad": bad.is_error}
 
     out = asyncio.run(session())
-    assert out["tools"] == {"recall_skills", "get_skill", "skill_feedback"}
+    assert out["tools"] == {"recall_skills", "get_skill", "skill_feedback", "handoff"}
     assert "**ruff-recursive-fix** (approved)" in out["brief"]
     assert (indexed / RUFF / "SKILL.md").read_text() in out["skill"]
     assert "No approved skill" in out["missing"]

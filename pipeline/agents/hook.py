@@ -40,6 +40,10 @@ DEFAULT_BUDGET = 2000
 #: The events we answer, per agent, and whether the payload carries the user's prompt.
 PROMPT_EVENTS = {"UserPromptSubmit", "BeforeAgent"}
 START_EVENTS = {"SessionStart"}
+#: A session (or one of its turns) ended: its transcript is spooled for the background capture, which
+#: records it and writes its handoff (``pipeline.execution.capture``). Claude Code ``Stop``/``SessionEnd``,
+#: Codex ``Stop``, Gemini CLI ``AfterAgent``/``SessionEnd``.
+END_EVENTS = {"Stop", "SessionEnd", "AfterAgent"}
 MAX_STDIN = 1_000_000
 #: A prompt carries a task when it has at least this many words outside ``CHATTER``.
 MIN_TASK_WORDS = 2
@@ -98,9 +102,13 @@ def respond(payload: dict[str, Any], agent: str, *, budget: int = DEFAULT_BUDGET
     from pipeline.recall import RecallIndex, pack
 
     event = str(payload.get("hook_event_name") or "")
+    if event in END_EVENTS:
+        _spool(agent, payload)
+        return None
     cwd = payload.get("cwd") or os.getcwd()
     repo = repo_of(str(cwd))
     session = payload.get("session_id")
+    handoffs = _handoffs(str(cwd), session) if event in START_EVENTS else ""
     if event in PROMPT_EVENTS:
         query = clip_task(str(payload.get("prompt") or "")).strip()
         if not query or (query.startswith("/") and " " not in query) or not carries_task(query):
@@ -109,14 +117,14 @@ def respond(payload: dict[str, Any], agent: str, *, budget: int = DEFAULT_BUDGET
         strict_repo = False
     elif event in START_EVENTS:
         if not repo:
-            return None
+            return _answer(event, handoffs, "") if handoffs else None
         name = repo.rsplit("/", 1)[-1]
         query, filters, strict_repo = f"working in {name} repository {name}", {"repo": repo, "agent": agent}, True
     else:
         return None
     stale.at_hook(cwd, repo)  # approved skills this checkout contradicts are marked, and not pushed below
     if not settings.recall_index_path().exists():
-        return None
+        return _answer(event, handoffs, "") if handoffs else None
     floor = threshold(ENV_HOOK_MIN_SCORE, HOOK_MIN_SCORE) if min_score is None else min_score
     hits = _warm(query, limit, floor, filters)
     with RecallIndex(slow_embedders=False) as index:
@@ -132,13 +140,43 @@ def respond(payload: dict[str, Any], agent: str, *, budget: int = DEFAULT_BUDGET
     seen = _load_seen(session)
     fresh = [h for h in hits[:limit] if h.path not in seen and not marks.of_path(h.path)]
     if not fresh:
-        return None
+        return _answer(event, handoffs, "") if handoffs else None
     packed = pack(query, fresh, budget)
     _save_seen(session, seen | {h.path for h in packed.hits})
     usage.record([(h.name, h.path) for h in packed.hits], "hook", usage.session_key(session) if session else None)
     context = "Skills from this team's library that fit the task (skillmill). Read a skill's SKILL.md " \
               "before relying on it.\n\n" + packed.markdown()
+    return _answer(event, handoffs, context)
+
+
+def _answer(event: str, handoffs: str, skills: str) -> str:
+    context = "\n\n".join(part for part in (handoffs, skills) if part)
     return json.dumps({"hookSpecificOutput": {"hookEventName": event, "additionalContext": context}})
+
+
+def _handoffs(cwd: str, session: Any) -> str:
+    """The briefs of unfinished sessions in this checkout (claimed for this one: each is given once)."""
+    from pipeline import checkout
+    from pipeline.handoff import store
+
+    root = checkout.root_of(cwd)
+    if root is None:
+        return ""
+    briefs = store.claim(str(root), str(session) if session else None)
+    if not briefs:
+        return ""
+    return ("Handoff (skillmill): an earlier session in this checkout ended unfinished. Check what it says "
+            "against the working tree before relying on it.\n\n" + "\n\n".join(store.render(b) for b in briefs))
+
+
+def _spool(agent: str, payload: dict[str, Any]) -> None:
+    """Leave the ended session for the background capture (the hook has no time to parse it)."""
+    from pipeline.handoff import spool, store
+
+    if not store.options()[0]:
+        return
+    if spool.put(agent, payload) is not None:
+        spool.start_capture()
 
 
 def _warm(query: str, limit: int, min_score: float, filters: dict[str, str | None]) -> list[Hit] | None:

@@ -36,8 +36,11 @@ from pipeline.errors import UsageError
 SERVER = "skillmill"
 HOOK_TIMEOUT_S = 10  # the agent's own limit; ours (`skillmill hook --timeout`) is shorter
 #: Events that get the hook, per agent.
-HOOK_EVENTS = {"claude-code": ("SessionStart", "UserPromptSubmit"), "codex": ("SessionStart", "UserPromptSubmit"),
-               "gemini": ("SessionStart", "BeforeAgent")}
+#: SessionStart and the prompt event get skills (and handoffs); the end events spool the session for the
+#: background capture (Claude Code: Stop after each turn, SessionEnd; Codex: Stop; Gemini CLI: AfterAgent, SessionEnd).
+HOOK_EVENTS = {"claude-code": ("SessionStart", "UserPromptSubmit", "Stop", "SessionEnd"),
+               "codex": ("SessionStart", "UserPromptSubmit", "Stop"),
+               "gemini": ("SessionStart", "BeforeAgent", "AfterAgent", "SessionEnd")}
 
 
 #: What a project's committed files run: resolved from PATH on whichever machine runs the agent.

@@ -81,6 +81,19 @@ def build_server() -> Any:
         return packed.markdown()
 
     @server.tool()
+    def handoff(path: str = ".") -> str:
+        """Where the last unfinished sessions in the checkout at `path` stopped (any agent): the task, the last
+        check runs, changed files, open plan items, what did not work. Read-only: nothing is claimed."""
+        from pipeline import checkout
+        from pipeline.handoff import store
+
+        root = checkout.root_of(path)
+        briefs = store.for_checkout(str(root)) if root else []
+        if not briefs:
+            return "No handoff: no unfinished session in this checkout."
+        return "\n\n".join(store.render(b) for b in briefs[:2])
+
+    @server.tool()
     def get_skill(name: str) -> str:
         """The full SKILL.md of an approved skill, by name (or by the path recall_skills gave)."""
         found = _open().get(name)

@@ -23,7 +23,7 @@ class SkillmillGroup(_help.Group):
         "Run": ("run", "scan", "ingest", "redact", "formats", "sources"),
         "Review": ("review", "show", "feedback"),
         "Recall": ("recall", "index", "eval"),
-        "Agents": ("install", "hook", "mcp", "export", "recall-server"),
+        "Agents": ("install", "hook", "handoff", "mcp", "export", "recall-server"),
         "Operate": ("runs", "schedule", "config"),
     }
 
@@ -67,7 +67,7 @@ def _register() -> None:
     from pipeline.cli import config as config_command
     from pipeline.cli import eval as eval_command
     from pipeline.cli import feedback as feedback_command
-    from pipeline.cli import formats, ingest, recall, redact, review, run, scan, sources
+    from pipeline.cli import formats, handoff, ingest, recall, redact, review, run, scan, sources
     from pipeline.cli import index as index_command
     from pipeline.cli import runs as runs_command
     from pipeline.cli import schedule as schedule_command
@@ -76,7 +76,7 @@ def _register() -> None:
     for module in (run, scan, ingest, recall, formats, sources, review, redact, index_command, eval_command,
                    feedback_command, config_command, runs_command, schedule_command, show_command):
         main.add_command(module.command)
-    for command in agent_commands.COMMANDS:
+    for command in (*agent_commands.COMMANDS, *handoff.COMMANDS):
         main.add_command(command)
 
 
