@@ -49,6 +49,24 @@ def folder() -> Path:
     return private.mkdir(settings.home())
 
 
+#: Variables that name folders: made absolute before a command leaves the folder it was started in.
+PATH_VARIABLES = ("SKILLMILL_HOME", "SKILLMILL_LIBRARY", "PREFECT_HOME", "PREFECT_PROFILES_PATH")
+
+
+def work_in_home() -> Path:
+    """Make this process work in skillmill's home, not the folder it was started in (call it once the
+    command's own path arguments are absolute): Prefect reads settings from its working folder
+    (``prefect.toml``, ``.env``, ``pyproject.toml``'s ``[tool.prefect]``, a logging config they name), and a
+    checkout's could run code as the user. Prefect is configured by the environment and Prefect's profiles."""
+    for name in PATH_VARIABLES:
+        value = os.environ.get(name)
+        if value and not os.path.isabs(os.path.expanduser(value)):
+            os.environ[name] = os.path.abspath(os.path.expanduser(value))
+    home = folder()
+    os.chdir(home)
+    return home
+
+
 def popen(args: list[str], *, env_base: Mapping[str, str] | None = None, cwd: Path | None = None,
           **options: Any) -> subprocess.Popen:
     """``subprocess.Popen(argv(*args))`` with the safe environment, in skillmill's own folder (or ``cwd``,

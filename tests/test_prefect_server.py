@@ -101,18 +101,36 @@ def wait_for(what: str, check: Callable[[], Any], timeout: float, procs: Process
     pytest.fail(f"timed out after {timeout:.0f} s waiting for {what}\n{procs.logs()}")
 
 
+#: The credential of a server skillmill started (issue 23.6: its API asks for it), for the calls below.
+AUTH: dict[str, tuple[str, str]] = {}
+
+
+@pytest.fixture(autouse=True)
+def no_credential() -> Iterator[None]:
+    AUTH.clear()
+    yield
+    AUTH.clear()
+
+
+def use_credential(prefect_home: Path) -> None:
+    from pipeline.execution import api_auth
+
+    user, _, password = (prefect_home / api_auth.FILE).read_text().strip().partition(":")
+    AUTH["auth"] = (user, password)
+
+
 def healthy(api: str) -> bool:
     return httpx.get(f"{api}/health", timeout=5).status_code == 200
 
 
 def flow_run_state(api: str, run_id: str) -> str | None:
-    state = httpx.get(f"{api}/flow_runs/{run_id}", timeout=10).json().get("state_type")
+    state = httpx.get(f"{api}/flow_runs/{run_id}", timeout=10, auth=AUTH.get("auth")).json().get("state_type")
     return state if state in TERMINAL else None
 
 
 def run_artifacts(api: str, run_id: str) -> list[dict]:
     body = {"artifacts": {"key": {"any_": [ARTIFACT_KEY]}}, "flow_runs": {"id": {"any_": [run_id]}}}
-    return httpx.post(f"{api}/artifacts/filter", json=body, timeout=10).json()
+    return httpx.post(f"{api}/artifacts/filter", json=body, timeout=10, auth=AUTH.get("auth")).json()
 
 
 def check_the_run(api: str, run_id: str, home: Path, library: Path, procs: Processes) -> None:
@@ -159,7 +177,8 @@ def test_a_team_deployment_on_a_work_pool_runs_on_a_worker(tmp_path: Path, proce
     prefect("work-pool", "create", "skillmill", "--type", "process")
     prefect("--no-prompt", "deploy", "flows/nightly.py:nightly", "--name", "team-nightly", "--pool", "skillmill",
             "--cron", "0 2 * * *", "--timezone", "UTC", "--param", "paths=[]")
-    deployment = httpx.get(f"{api}/deployments/name/skillmill-nightly/team-nightly", timeout=10).json()
+    deployment = httpx.get(f"{api}/deployments/name/skillmill-nightly/team-nightly", timeout=10,
+                           auth=AUTH.get("auth")).json()
     assert deployment["work_pool_name"] == "skillmill" and deployment["entrypoint"] == "flows/nightly.py:nightly"
     assert [s["schedule"]["cron"] for s in deployment["schedules"]] == ["0 2 * * *"]
     assert deployment["parameters"] == {"paths": []}  # scheduled runs read the places `skillmill sources` lists
@@ -197,12 +216,14 @@ def test_skillmill_schedule_starts_a_local_server_and_serves_the_cron_schedule(t
     pid_file = home / "logs" / "prefect-server.pid"
     server_pid = wait_for("the server's pid file", lambda: pid_file.is_file() and int(pid_file.read_text()),
                           STARTUP_S, processes)
+    use_credential(Path(env["PREFECT_HOME"]))
     try:
         def served() -> dict | None:
-            response = httpx.get(f"{api}/deployments/name/skillmill-nightly/nightly", timeout=5)
+            response = httpx.get(f"{api}/deployments/name/skillmill-nightly/nightly", timeout=5, auth=AUTH.get("auth"))
             return response.json() if response.status_code == 200 else None
 
         deployment = wait_for("the served deployment", served, STARTUP_S, processes)
+        assert httpx.post(f"{api}/flow_runs/filter", json={}, timeout=30).status_code == 401  # not without it
         assert deployment["entrypoint"] == "flows.nightly.nightly"
         assert deployment["parameters"] == {"paths": [], "library": str(library)}
         assert [s["schedule"] for s in deployment["schedules"]] == [
@@ -211,7 +232,7 @@ def test_skillmill_schedule_starts_a_local_server_and_serves_the_cron_schedule(t
         def scheduled() -> list[str] | None:  # the server's scheduler has put the next nights on the calendar
             body = {"deployments": {"id": {"any_": [deployment["id"]]}}, "flow_runs": {"state": {"type": {
                 "any_": ["SCHEDULED"]}}}}
-            runs = httpx.post(f"{api}/flow_runs/filter", json=body, timeout=10).json()
+            runs = httpx.post(f"{api}/flow_runs/filter", json=body, timeout=10, auth=AUTH.get("auth")).json()
             return sorted(r["expected_start_time"] for r in runs) or None
 
         upcoming = wait_for("scheduled runs", scheduled, 120, processes, every=2)
@@ -222,7 +243,8 @@ def test_skillmill_schedule_starts_a_local_server_and_serves_the_cron_schedule(t
         assert all((t.hour, t.minute) == (2, 0) for t in local) and len({t.date() for t in local}) == len(local)
 
         # Do not wait for 02:00: run the same deployment now; the served runner picks it up.
-        run_id = httpx.post(f"{api}/deployments/{deployment['id']}/create_flow_run", json={}, timeout=10).json()["id"]
+        run_id = httpx.post(f"{api}/deployments/{deployment['id']}/create_flow_run", json={}, timeout=10,
+                            auth=AUTH.get("auth")).json()["id"]
         state = wait_for("the served flow run", lambda: flow_run_state(api, run_id), RUN_S, processes)
         assert state == "COMPLETED", processes.logs()
         check_the_run(api, run_id, home, library, processes)

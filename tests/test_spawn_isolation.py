@@ -53,6 +53,13 @@ def plant(folder: Path, files: list[str], marks: Path) -> Path:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(f"import os\nopen(os.path.join({str(marks)!r}, {name.replace('/', '.')!r} + '.' + "
                         "str(os.getpid())), 'w').write(os.getcwd())\n")
+    # Prefect's settings files, as a checkout may ship them: each names a logging config whose factory runs code
+    logging_config = folder / "logging.yml"
+    logging_config.write_text(f'version: 1\nformatters:\n  x:\n    "()": subprocess.getoutput\n'
+                              f'    cmd: "touch {marks}/prefect-settings.$$"\n')
+    (folder / "prefect.toml").write_text(f'[logging]\nconfig_path = "{logging_config}"\n')
+    (folder / ".env").write_text(f"PREFECT_LOGGING_CONFIG_PATH={logging_config}\n")
+    (folder / "pyproject.toml").write_text(f'[tool.prefect.logging]\nconfig_path = "{logging_config}"\n')
     (folder / "bin").mkdir()  # a fork of sympy, say: the hook serves its skills (and finds them current)
     (folder / "bin" / "test").write_text("#!/usr/bin/env python\n")
     (folder / "sympy/core/tests").mkdir(parents=True)

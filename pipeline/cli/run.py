@@ -64,11 +64,17 @@ def command(paths: tuple[str, ...], library: str | None, as_json: bool, verbose:
     message, or wait for it with --wait SECONDS. A run killed at any moment (even kill -9)
     leaves nothing half-written; the next run cleans up and completes the work.
     """
+    from pipeline import spawn
     from pipeline.execution import clock, server, warm
 
     started = clock.process_started()
     say = _say(progress_mode)
+    paths = tuple(os.path.abspath(os.path.expanduser(p)) for p in paths)
+    library = os.path.abspath(os.path.expanduser(library)) if library else None
     cfg = _preflight(paths, library, task_runner, dask_address, concurrency)
+    if cfg.library:
+        cfg.library = os.path.abspath(os.path.expanduser(cfg.library))
+    spawn.work_in_home()  # nothing of the folder it was started in configures Prefect (its settings files)
     if not verbose:
         quiet_prefect()
     from pipeline.execution import lock

@@ -28,8 +28,12 @@ def command(cron: str | None, library: str | None, dry_run: bool, as_json: bool)
     Teams with a Prefect server and workers deploy flows/nightly.py:nightly to a work
     pool instead (README, "Scheduled runs").
     """
-    from pipeline import config, schedule
+    import os
 
+    from pipeline import config, schedule, spawn
+
+    library = os.path.abspath(os.path.expanduser(library)) if library else None
+    spawn.work_in_home()  # Prefect reads settings files from its working folder: never a checkout's
     cfg = config.load({"schedule.cron": cron, "library": library})
     plan = schedule.plan(cfg)
     if dry_run:

@@ -2,8 +2,9 @@
 
 In this order:
 
-1. ``PREFECT_API_URL``, wherever the user set it (the environment, a Prefect profile, ``.env`` or
-   ``prefect.toml``): that server, and nothing is started;
+1. ``PREFECT_API_URL``, wherever the user set it (the environment or a Prefect profile; never the
+   ``.env`` / ``prefect.toml`` of the folder a run starts in, which works in skillmill's home): that
+   server, and nothing is started;
 2. ``[run] server_idle_minutes`` above 0 (default 10): the local server of
    :mod:`pipeline.execution.shared_server`, found up (milliseconds) or started detached; it
    serves the next runs and stops by itself once idle;
@@ -99,11 +100,9 @@ def configured() -> tuple[str | None, str]:
     """The Prefect API the user configured and where it comes from; ``(None, "")`` when there is none.
 
     Read without importing Prefect from the environment and the active Prefect profile; Prefect's
-    own settings decide when Prefect is imported already (a test harness) or when this folder has
-    files Prefect reads settings from (``.env``, ``prefect.toml``, ``pyproject.toml``'s
-    ``[tool.prefect]``).
+    own settings decide when Prefect is imported already (a test harness).
     """
-    if "prefect.settings" in sys.modules or _settings_files_here():
+    if "prefect.settings" in sys.modules:
         url = configured_url()
         return url, ("PREFECT_API_URL" if url and os.environ.get("PREFECT_API_URL") == url else "Prefect's settings")
     if url := os.environ.get("PREFECT_API_URL"):
@@ -120,16 +119,6 @@ def configured() -> tuple[str | None, str]:
     profile = (profiles.get("profiles") or {}).get(name) or {}
     url = profile.get("PREFECT_API_URL") if isinstance(profile, dict) else None
     return (str(url), f"PREFECT_API_URL of Prefect profile {name!r} in {path}") if url else (None, "")
-
-
-def _settings_files_here() -> bool:
-    here = Path.cwd()
-    if (here / ".env").is_file() or (here / "prefect.toml").is_file():
-        return True
-    try:
-        return "[tool.prefect" in (here / "pyproject.toml").read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return False
 
 
 def spawn(port: int | None = None) -> tuple[TemporaryServer, int]:

@@ -23,8 +23,6 @@ When it is not used, the run goes on in the client's own process, as before:
 
 * not Linux (abstract sockets, ``SO_PEERCRED``), or ``SKILLMILL_WARM=0``;
 * ``--verbose`` (Prefect's logging level is chosen when Prefect is imported) or ``--help``;
-* the working folder configures Prefect (``prefect.toml``, ``.env``, ``[tool.prefect]`` in
-  ``pyproject.toml``): Prefect reads those from the working folder when it is imported;
 * no warm process for this exact setup. Its socket's name is derived from :func:`key`: the Python
   executable, where ``pipeline`` lives, ``HOME``, the locale, every ``PREFECT_*``,
   ``SKILLMILL_*``, ``PYTHON*``, ``LITELLM_*`` and ``DASK_*`` variable and Prefect's profile files,
@@ -60,7 +58,6 @@ MODULE = "pipeline.cli.warm"  # the warm process's entry point (it runs the comm
 KEYED_PREFIXES = ("PREFECT_", "SKILLMILL_", "PYTHON", "LITELLM_", "DASK_", "LC_")
 KEYED = ("HOME", "LANG", "DO_NOT_TRACK")
 UNKEYED = ("PYTHONSAFEPATH",)
-PREFECT_FILES = (".env", "prefect.toml")
 FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 REPLY_TIMEOUT_S = 60.0  # a warm process still importing (it listens first) answers when done
 POLL_S = 2.0
@@ -131,19 +128,10 @@ def why_not(args: list[str], env: dict[str, str] | None = None, cwd: Path | None
            for a in args):
         return "--verbose or --help"
     try:
-        here = Path.cwd() if cwd is None else cwd
+        Path.cwd() if cwd is None else cwd
     except OSError:  # the working folder was deleted: the command reports it, as a cold run does
         return "no working folder"
-    if any((here / name).exists() for name in PREFECT_FILES) or _pyproject_configures_prefect(here):
-        return "the working folder configures Prefect"
-    return None
-
-
-def _pyproject_configures_prefect(here: Path) -> bool:
-    try:
-        return "[tool.prefect" in (here / "pyproject.toml").read_text(errors="replace")
-    except OSError:
-        return False
+    return None  # the working folder configures nothing: a run works in the home (spawn.work_in_home)
 
 
 def hand_over(args: list[str], prog: str) -> int | None:
