@@ -65,3 +65,22 @@ def test_distillation_runs_on_two_dask_workers_and_gives_the_thread_runners_libr
     assert leaks == []
     with StateDB() as state:  # the flow, not the workers, wrote the state database
         assert state.count("distillations") == on_dask["trajectories"]["seen"]
+
+
+def test_the_local_cluster_answers_only_this_run(tmp_path: Path) -> None:
+    """Issue 23: its scheduler and workers listen on 127.0.0.1; without this run's certificate nobody gets in
+    (a worker would run any function it is sent, as the user)."""
+    from distributed import Client
+
+    from pipeline.config import RunConfig
+    from pipeline.execution import runners
+
+    with runners.task_runner(RunConfig(task_runner="dask", concurrency=1)) as runner:
+        client = runner.client if hasattr(runner, "client") else runner._client
+        assert client.submit(sum, [1, 2]).result() == 3
+        address = client.scheduler.address
+        workers = list(client.scheduler_info()["workers"])
+        assert address.startswith("tls://") and all(w.startswith("tls://") for w in workers)
+        for target in (address, address.replace("tls://", "tcp://"), *workers):
+            with pytest.raises(Exception):  # noqa: B017, PT011 -- refused, however it is refused
+                Client(target, timeout=3)

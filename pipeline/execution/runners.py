@@ -125,9 +125,13 @@ def task_runner(cfg: RunConfig) -> Iterator[Any]:
     if cfg.dask_address:
         options: dict[str, Any] = {"address": cfg.dask_address}
     else:  # worker processes on this machine; no dashboard (it would take a port and want bokeh)
+        from distributed.security import Security
+
+        # Mutual TLS with a certificate made for this run alone: the scheduler and workers listen on 127.0.0.1,
+        # where any local account could otherwise ask a worker to run a function as this user (issue 23)
         options = {"cluster_class": "distributed.LocalCluster",
                    "cluster_kwargs": {"n_workers": cfg.concurrency, "threads_per_worker": 1, "processes": True,
-                                      "dashboard_address": None}}
+                                      "dashboard_address": None, "security": Security.temporary()}}
     # Workers run Prefect's task engine and report to the run's API: give them its address, or
     # each would start a temporary server of its own.
     url = PREFECT_API_URL.value() or _temporary_server_url()
