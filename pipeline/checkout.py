@@ -20,7 +20,6 @@ from pipeline import confined
 MAX_CONFIG_BYTES = 256 * 1024
 _SECTION = re.compile(r'^\s*\[\s*remote\s+"([^"]*)"\s*\]\s*$')
 _URL = re.compile(r"^\s*url\s*=\s*(\S+)\s*$", re.I)
-_OWNER_NAME = re.compile(r"^(?:[\w+.-]+://)?(?:[^@/\s]+@)?([^/:\s]+)[:/]([^\s]+?)(?:\.git)?/*$")
 
 
 def root_of(folder: str | Path) -> Path | None:
@@ -64,12 +63,39 @@ def remote_url(text: str) -> str | None:
 
 
 def owner_name(url: str) -> str | None:
-    """``owner/name`` of a remote URL (``https://github.com/o/n.git``, ``git@host:o/n``, ``ssh://...``)."""
-    found = _OWNER_NAME.match(url.strip())
-    if not found:
+    """``owner/name`` of a remote URL (``https://github.com/o/n.git``, ``git@host:o/n``, ``ssh://...``).
+
+    Split by hand, not by a regular expression: a crafted URL in a checkout's config must not make the hook
+    backtrack for minutes (a 256 KB ``a:b////...c`` did, with a lazy group before ``/*$``).
+    """
+    url = url.strip()
+    if not url or len(url) > MAX_URL or any(c.isspace() for c in url):
         return None
-    parts = [p for p in found.group(2).split("/") if p]
-    return "/".join(parts[-2:]) if len(parts) >= 2 else None
+    path = after_host(url)
+    if path is None:
+        return None
+    parts = [p for p in path.split("/") if p]
+    if len(parts) < 2:
+        return None
+    name = parts[-1].removesuffix(".git")
+    return f"{parts[-2]}/{name}" if name else None
+
+
+MAX_URL = 2048
+
+
+def after_host(url: str) -> str | None:
+    """What follows the host of a git URL: ``scheme://[user@]host[:port]/PATH`` or ``[user@]host:PATH``."""
+    scheme, sep, rest = url.partition("://")
+    if sep:
+        if not scheme or not all(c.isalnum() or c in "+.-" for c in scheme):
+            return None
+        host, slash, path = rest.partition("/")
+        return path if slash and host else None
+    head, colon, path = url.partition(":")
+    if not colon or "/" in head or not head.rpartition("@")[2]:
+        return None
+    return path
 
 
 def remote(root: Path) -> str | None:

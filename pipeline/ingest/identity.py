@@ -267,18 +267,23 @@ def repo_slug(url: Any) -> str | None:
     """``git@github.com:owner/name.git``, ``https://github.com/owner/name/issues/1`` -> ``owner/name``.
 
     On the big forges the repository is the first two path parts (issue and tree URLs go on
-    after it); elsewhere it is the last two (``https://git.example.com/group/sub/name``).
+    after it); elsewhere it is the last two (``https://git.example.com/group/sub/name``). Split by hand
+    (``pipeline.checkout``): a session's text may hold a URL crafted to make a regular expression backtrack.
     """
     if not isinstance(url, str):
         return None
-    match = re.match(r"^(?:[\w+.-]+://)?(?:[^@/\s]+@)?(?P<host>[^/:\s]+)[:/](?P<path>[^\s]+?)(?:\.git)?/*$",
-                     url.strip())
-    if not match:
+    url = url.strip()
+    if not url or len(url) > checkout.MAX_URL or any(c.isspace() for c in url):
         return None
-    parts = [p for p in match.group("path").split("/") if p]
+    path = checkout.after_host(url)
+    if path is None:
+        return None
+    host = url.partition("://")[2] if "://" in url else url.partition(":")[0]
+    host = host.partition("/")[0].rpartition("@")[2].partition(":")[0].lower()
+    parts = [p for p in path.split("/") if p]
     if len(parts) < 2:
         return None
-    forge = match.group("host").lower() in ("github.com", "gitlab.com", "bitbucket.org", "codeberg.org")
+    forge = host in ("github.com", "gitlab.com", "bitbucket.org", "codeberg.org")
     chosen = parts[:2] if forge else parts[-2:]
     return "/".join(chosen).removesuffix(".git")
 

@@ -437,9 +437,18 @@ class _Workflows(_Reader):
                 _add(scan, command_purpose(command), command, relative, line, "ci")
 
 
-def _values_of(node: object, keys: tuple[str, ...]) -> Iterator[object]:
+#: Nodes of one YAML document visited at most (aliases make a small file a huge graph: a "billion laughs").
+MAX_YAML_NODES = 20_000
+
+
+def _values_of(node: object, keys: tuple[str, ...], seen: set[int] | None = None) -> Iterator[object]:
+    """Scalars under ``keys`` anywhere in the node graph; each node visited once (an alias is not walked again)."""
     import yaml
 
+    seen = set() if seen is None else seen
+    if id(node) in seen or len(seen) >= MAX_YAML_NODES:
+        return
+    seen.add(id(node))
     if isinstance(node, yaml.MappingNode):
         for key, value in node.value:
             if isinstance(key, yaml.ScalarNode) and key.value in keys:
@@ -448,10 +457,10 @@ def _values_of(node: object, keys: tuple[str, ...]) -> Iterator[object]:
                 elif isinstance(value, yaml.ScalarNode):
                     yield value
             else:
-                yield from _values_of(value, keys)
+                yield from _values_of(value, keys, seen)
     elif isinstance(node, yaml.SequenceNode):
         for value in node.value:
-            yield from _values_of(value, keys)
+            yield from _values_of(value, keys, seen)
 
 
 def _script_lines(node: object, text: str) -> Iterator[tuple[str, int]]:
@@ -892,8 +901,8 @@ def _layout(root: Path, top: list[str], ignored: Callable[[str], bool], scan: Sc
         if name.startswith(".") and name not in (".github",) or ignored(name):
             continue
         path = root / name
-        try:
-            is_dir = path.is_dir()
+        try:  # a link is not the checkout's folder (it may lead anywhere): not listed, not entered
+            is_dir = path.is_dir() and not path.is_symlink()
         except OSError:
             continue
         if not is_dir:
@@ -919,4 +928,4 @@ def _packages(path: Path, ignored: Callable[[str], bool], prefix: str) -> list[P
     except OSError:
         return []
     return [Place(f"{prefix}/{n}/", "package") for n in names
-            if not ignored(n) and (path / n / "__init__.py").is_file()][:8]
+            if not ignored(n) and not (path / n).is_symlink() and (path / n / "__init__.py").is_file()][:8]
