@@ -14,7 +14,8 @@ From the distiller's analysis of the tool calls (``pipeline.distill.analysis``):
 
 A session that ended **finished** leaves none: its work was committed after its last edit, it was
 submitted (a harness's ``submit``), or every check it ran passed at the end and the user's last words
-acknowledge it ("thanks", "looks good"). A session that did nothing (no edit, no check) leaves none either.
+acknowledge it ("thanks", "looks good"). A session that did next to nothing (no edit, no check, no plan,
+fewer than three tool calls) leaves none either.
 """
 
 from __future__ import annotations
@@ -49,8 +50,9 @@ def build(trajectory: Trajectory) -> dict[str, Any] | None:
     users = [s for s in trajectory.steps if s.kind is StepKind.USER and not s.meta and s.text.strip()]
     checks = _checks(events)
     edits = analysis.edits
-    if not edits and not checks:
-        return None
+    todos = _open_todos(trajectory)
+    if not edits and not checks and not todos and len(events) < 3:
+        return None  # nothing done yet worth going on from
     if _finished(trajectory, events, checks, users, analysis.last_edit_index):
         return None
     files = list(dict.fromkeys(rel for e in edits for p in e.call.paths
@@ -62,9 +64,9 @@ def build(trajectory: Trajectory) -> dict[str, Any] | None:
         "ended_at": _ended(trajectory),
         "task": str(trajectory.task) if trajectory.task else None,
         "last_instruction": str(users[-1].text).strip()[:600] if users else None,
-        "checks": checks, "files": files[:MAX_FILES], "todos": _open_todos(trajectory),
+        "checks": checks, "files": files[:MAX_FILES], "todos": todos,
         "questions": _unanswered(trajectory), "tried": _tried(events, checks), "reverted": _reverted(events),
-        "last_reply": _last_reply(trajectory),
+        "last_reply": _last_reply(trajectory), "looked_at": [] if files else _looked_at(events, trajectory.cwd, files),
     }
     brief["id"] = hashlib.sha256(f"{brief['session_id'] or trajectory.id}\0{trajectory.id}".encode()).hexdigest()[:16]
     return brief
@@ -180,6 +182,21 @@ def _reverted(events: list[Event]) -> list[str]:
                 if not word.startswith("-") and any(str(p).endswith(word.removeprefix("./")) for p in edited):
                     out.append(word)
     return list(dict.fromkeys(out))
+
+
+def _looked_at(events: list[Event], cwd: str | None, edited: list[str], most: int = 3) -> list[str]:
+    """The files it read last, for a session that changed none yet: where it was looking when it stopped."""
+    seen: list[str] = []
+    for event in reversed(events):
+        if event.purpose is not Purpose.EXPLORE:
+            continue
+        for path in event.call.paths:
+            rel = relative_to(str(path), cwd)
+            if rel and rel not in edited and rel not in seen and not rel.startswith("/"):
+                seen.append(rel)
+        if len(seen) >= most:
+            break
+    return seen[:most]
 
 
 def _last_reply(trajectory: Trajectory) -> str | None:

@@ -246,6 +246,8 @@ def render(brief: dict[str, Any], *, live: bool = True, budget: int = MAX_TOKENS
                 lines.append(f"- Changed, committed since: {_names(done)}")
         else:
             lines.append(f"- Files it changed: {_names(files)}")
+    if brief.get("looked_at"):
+        lines.append(f"- It was reading: {_names(list(brief['looked_at']), 5)}")
     if brief.get("last_reply"):
         lines.append(f"- Its last message: {_quote(brief['last_reply'], 220)}")
     for item in (brief.get("todos") or [])[:6]:
