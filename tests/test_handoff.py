@@ -204,6 +204,22 @@ def test_quit_codex_mid_task_and_the_next_claude_session_gets_the_brief(corpus: 
         assert con.execute("SELECT count(*) FROM trajectories WHERE session_id = ?",
                            [str(session.session_id)]).fetchone()[0] == 1
 
+    # the session goes on, turn after turn (Stop each time): still one row for it, and one brief
+    from pipeline.handoff import spool
+
+    for _ in range(2):
+        rollout.write_text((corpus / CODEX).read_text().replace(str(session.cwd), str(repo)))
+        hook("codex", {"hook_event_name": "Stop", "session_id": str(session.session_id), "cwd": str(repo),
+                       "transcript_path": str(rollout)}, env)
+        deadline = time.monotonic() + 90  # the background capture takes it
+        while time.monotonic() < deadline and (spool.take() or spool.busy()):
+            time.sleep(0.3)
+    with duckdb.connect(str(isolated_home / "skillmill.duckdb"), read_only=True) as con:
+        assert con.execute("SELECT count(*) FROM trajectories WHERE session_id = ?",
+                           [str(session.session_id)]).fetchone()[0] == 1
+        assert con.execute("SELECT count(*) FROM steps WHERE trajectory_id NOT IN (SELECT id FROM trajectories)"
+                           ).fetchone()[0] == 0
+
 
 @pytest.mark.parametrize("agent,events", [("claude-code", {"Stop", "SessionEnd"}), ("codex", {"Stop"}),
                                           ("gemini", {"AfterAgent", "SessionEnd"})])

@@ -93,7 +93,10 @@ def _store(trajectories: list) -> int:
 
     try:
         with run_lock(wait=0.0), StateDB() as state:
-            return ingest_tables.save_trajectories(state, trajectories)
+            stored = ingest_tables.save_trajectories(state, trajectories)
+            for trajectory in trajectories:  # Stop fires every turn: the session's row is replaced, not added to
+                ingest_tables.drop_earlier_versions(state, trajectory)
+            return stored
     except (RunInProgress, OSError) as exc:
         log.info("not stored now (%s): the next run reads it", exc)
         return 0

@@ -63,10 +63,12 @@ def build(trajectory: Trajectory) -> dict[str, Any] | None:
         "cwd": str(trajectory.cwd) if trajectory.cwd else None, "repo": str(trajectory.repo) if trajectory.repo else None,
         "ended_at": _ended(trajectory),
         "task": str(trajectory.task) if trajectory.task else None,
-        "last_instruction": str(users[-1].text).strip()[:600] if users else None,
+        "last_instruction": str(users[-1].text).strip()[:1200] if users else None,
         "checks": checks, "files": files[:MAX_FILES], "todos": todos,
         "questions": _unanswered(trajectory), "tried": _tried(events, checks), "reverted": _reverted(events),
         "last_reply": _last_reply(trajectory), "looked_at": [] if files else _looked_at(events, trajectory.cwd, files),
+        "last_action": _last_action(events), "blocked": _blocked(events),
+        "edits": sum(1 for e in events if e.purpose is Purpose.EDIT and e.ok is not False),
     }
     brief["id"] = hashlib.sha256(f"{brief['session_id'] or trajectory.id}\0{trajectory.id}".encode()).hexdigest()[:16]
     return brief
@@ -199,9 +201,40 @@ def _looked_at(events: list[Event], cwd: str | None, edited: list[str], most: in
     return seen[:most]
 
 
+def _last_action(events: list[Event]) -> dict[str, Any] | None:
+    """The last tool call: what it ran or changed, and how it ended (or that no result came back)."""
+    if not events:
+        return None
+    event = events[-1]
+    what = str(event.call.command or "") or f"{event.call.tool or 'tool'} " + ", ".join(str(p) for p in event.call.paths[:3])
+    status = "no result yet" if event.result is None else ("ok" if event.ok else "failed" if event.ok is False else "done")
+    return {"what": what.strip()[:300], "status": status,
+            "error": _error_line(event) if event.ok is False else None}
+
+
+_REFUSED = re.compile(r"\b(?:permission denied|not permitted|not allowed|denied|blocked|rejected|refused|"
+                      r"requested (?:that )?.{0,60}?(?:not|never) be used|user (?:declined|doesn't want))\b", re.I)
+
+
+def _blocked(events: list[Event]) -> list[str]:
+    """Calls the environment or the person refused (a denied permission, a blocked tool or URL): not to retry."""
+    out = []
+    for event in events:
+        if event.ok is False or event.protocol:
+            text = str(event.result.text) if event.result is not None else ""
+            if _REFUSED.search(text[:600]):
+                what = str(event.call.command or event.call.tool or "a call")[:120]
+                out.append(f"{what}: {' '.join(text.split())[:160]}")
+    return list(dict.fromkeys(out))[-2:]
+
+
 def _last_reply(trajectory: Trajectory) -> str | None:
-    """The start of the agent's last message: what it thought it had done, or was about to do."""
+    """The start of the agent's last message, when it came after the user's last instruction (an older one
+    answers something else and would read as current)."""
+    last_user = max((s.index for s in trajectory.steps if s.kind is StepKind.USER and not s.meta), default=-1)
     for step in reversed(trajectory.steps):
+        if step.index < last_user:
+            return None
         if step.kind is StepKind.ASSISTANT and not step.meta and step.text.strip():
             text = re.sub(r"```.*?```", " ", str(step.text), flags=re.S)
             return " ".join(text.split())[:300] or None

@@ -219,13 +219,12 @@ def git_status(checkout_root: str, files: list[str], timeout: float = 1.0) -> di
 def render(brief: dict[str, Any], *, live: bool = True, budget: int = MAX_TOKENS) -> str:
     """The brief as markdown, within ``budget`` tokens (about 4 characters each)."""
     when = _ago(brief.get("ended_at"))
-    session = str(brief.get("session_id") or brief["id"])[:12]
-    lines = [f"### Where the last session here stopped ({brief.get('agent') or 'an agent'}, session {session}, "
-             f"{when}; handoff {brief['id'][:8]})"]
+    lines = [f"### Where the last session here stopped ({brief.get('agent') or 'an agent'}, {when}; "
+             f"handoff {brief['id'][:8]})"]
     if brief.get("task"):
-        lines.append(f"- Task, in the user's words: {_quote(brief['task'], 240)}")
+        lines.append(f"- Task, in the user's words: {_quote(brief['task'], 200)}")
     if brief.get("last_instruction") and brief.get("last_instruction") != brief.get("task"):
-        lines.append(f"- Their last instruction: {_quote(brief['last_instruction'], 200)}")
+        lines.append(f"- Their last instruction: {_quote(brief['last_instruction'], 500)}")
     for check in brief.get("checks") or []:
         if check.get("ok"):
             lines.append(f"- Last run of `{_clip(check['command'], 90)}` passed.")
@@ -250,6 +249,16 @@ def render(brief: dict[str, Any], *, live: bool = True, budget: int = MAX_TOKENS
         lines.append(f"- It was reading: {_names(list(brief['looked_at']), 5)}")
     if brief.get("last_reply"):
         lines.append(f"- Its last message: {_quote(brief['last_reply'], 220)}")
+    action = brief.get("last_action")
+    if isinstance(action, dict) and action.get("what"):
+        error = f": `{_clip(action['error'], 140)}`" if action.get("error") else ""
+        lines.append(f"- Its last action: `{_clip(action['what'], 110)}` -- {action.get('status')}{error}")
+    for refused in (brief.get("blocked") or [])[:2]:
+        lines.append(f"- Refused, do not retry: {_clip(refused, 200)}")
+    if not files and not brief.get("checks"):
+        edits = brief.get("edits") or 0
+        lines.append(f"- It made {edits} edit{'s' if edits != 1 else ''}, of files the session does not name."
+                     if edits else "- It changed no file yet.")
     for item in (brief.get("todos") or [])[:6]:
         lines.append(f"- Open in its plan: {_clip(item, 140)}")
     for question in (brief.get("questions") or [])[:2]:

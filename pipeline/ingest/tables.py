@@ -92,6 +92,35 @@ def save_trajectories(state: StateDB, trajectories: list[Trajectory]) -> int:
     return len(fresh)
 
 
+_EARLIER_VERSIONS = """
+    SELECT id FROM trajectories WHERE session_id = ? AND source_path = ? AND id <> ?
+      AND id NOT IN (SELECT trajectory_id FROM distillations)
+      AND id NOT IN (SELECT trajectory_id FROM skill_sources)
+      AND id NOT IN (SELECT trajectory_id FROM trajectory_lineage)
+      AND id NOT IN (SELECT superseded_by FROM trajectory_lineage WHERE superseded_by IS NOT NULL)"""
+
+
+def drop_earlier_versions(state: StateDB, trajectory: Trajectory) -> int:
+    """Remove the earlier versions of ``trajectory``'s session from the same file that nothing has used yet
+    (not distilled, cited or linked): a session captured turn by turn at its end hooks leaves one row, not one
+    per turn. Returns how many were removed."""
+    if not trajectory.session_id:
+        return 0
+    con = state.con
+    ids = [r[0] for r in con.execute(_EARLIER_VERSIONS, [str(trajectory.session_id), str(trajectory.source_path),
+                                                         trajectory.id]).fetchall()]
+    if ids:
+        con.execute("BEGIN TRANSACTION")
+        try:
+            for table, column in (("steps", "trajectory_id"), ("redactions", "trajectory_id"), ("trajectories", "id")):
+                con.execute(f"DELETE FROM {table} WHERE list_contains(?, {column})", [ids])
+            con.execute("COMMIT")
+        except BaseException:
+            con.execute("ROLLBACK")
+            raise
+    return len(ids)
+
+
 def session_ids(state: StateDB, ids: Iterable[str]) -> dict[str, str | None]:
     ids = list(ids)
     rows = state.con.execute("SELECT id, session_id FROM trajectories WHERE list_contains(?, id)", [ids])
