@@ -203,9 +203,10 @@ def _looked_at(events: list[Event], cwd: str | None, edited: list[str], most: in
 
 def _last_action(events: list[Event]) -> dict[str, Any] | None:
     """The last tool call: what it ran or changed, and how it ended (or that no result came back)."""
-    if not events:
+    meaningful = [e for e in events if (e.call.command or e.call.paths) and (e.call.tool or "") != "write_stdin"]
+    if not meaningful:
         return None
-    event = events[-1]
+    event = meaningful[-1]  # not a poll of a process already running (Codex write_stdin)
     what = str(event.call.command or "") or f"{event.call.tool or 'tool'} " + ", ".join(str(p) for p in event.call.paths[:3])
     status = "no result yet" if event.result is None else ("ok" if event.ok else "failed" if event.ok is False else "done")
     return {"what": what.strip()[:300], "status": status,
