@@ -34,7 +34,9 @@ SAMPLES = {
     "go-package": "./...", "go-packages": "./pkg/...,./cmd", "go-local": ".", "go-list-operand": "all",
     "git-operand": "HEAD~1", "search-pattern": "def main", "sed-script": "1,20p", "jq-filter": ".name",
     "local-url": "http://localhost:8000/health", "curl-text": "Accept: application/json", "build-output": "build/",
-    "date-format": "+%Y-%m-%d",
+    "date-format": "+%Y-%m-%d", "project-name": "tests", "project-names": "py311,lint",
+    "project-expression": "tests and not slow", "project-script": "scripts/build.js", "project-folder": "docs",
+    "go-program": "./cmd/app",
 }
 
 
@@ -328,3 +330,44 @@ def test_the_reader_keeps_each_wrapper_with_its_words() -> None:
     assert command.wrapped == [["timeout", "60"], ["uv", "run", "--python", "3.11", "--with=git+https://x/y.git"]]
     (command,) = parse("uv run --index https://evil.example/simple pytest").pipelines[0]
     assert command.argv == ["pytest"]  # the index URL is the option's value, not the program
+
+
+# -- issue 23 §3, second round: what a blind attacker found ordinary, and the variants written for it ----
+#: 1. Names that say they act beyond the checkout, wherever the project defines a name the line runs.
+OUTWARD_NAMES = [
+    "tox -e release", "tox -e publish", "tox -e py311,upload", "nox -s release", "./deploy.sh", "scripts/deploy.sh",
+    "bin/release", "python deploy.py --prod", "cargo run --bin deploy", "make -f deploy.mk", "make -C deploy all",
+    # variants
+    "tox r -e release", "tox run-parallel -e py311,publish", "python -m tox -e release", "tox -m release",
+    "tox -f upload", "tox -e ALL", "tox -e py311,all", "nox --session=publish-3.11", "nox --sessions release",
+    "nox -k 'release or tests'", "nox -t deploy", "nox", "nox -R", "./scripts/release/build.sh",
+    "python scripts/upload_wheels.py", "python3 -u ./tools/publish.py", "uv run ./deploy.py", "uv run python deploy.py",
+    "node scripts/deploy.js", "tsx scripts/publish.ts", "cargo run --example upload", "cargo run -p deploy",
+    "cargo run -- deploy", "go run ./cmd/deploy", "go run ./cmd/release/...", "make --file=release.mk test",
+    "make --directory=deploy", "make -Cdeploy", "ninja -C build install", "meson compile -C build install",
+    "cmake --build build --target install", "./run.sh deploy", "bin/rails db:drop", "./manage.sh publish --now",
+    "mvn -f deploy/pom.xml test", "./gradlew -p deploy build", "npm test -- deploy-prod",
+]
+
+
+@pytest.mark.parametrize("command", OUTWARD_NAMES)
+def test_every_name_the_project_defines_is_checked_for_acting_beyond_the_checkout(command: str) -> None:
+    reasons = why_not_ordinary(command)
+    assert reasons, command
+
+
+@pytest.mark.parametrize("command", [
+    "tox -e py311,lint", "tox -m tests", "nox -s tests", "nox -s tests-3.11 -- -x", "nox -l", "nox -k 'tests and not slow'",
+    "./scripts/build.sh", "scripts/lint.sh --fix", "cargo run --bin server", "cargo run -p app -- --port 3000",
+    "make -C docs html", "make -f ci.mk test", "go run ./cmd/app", "ninja -C build", "cmake --build build --target tests",
+    "python scripts/check_links.py docs", "./run.sh tests",
+])
+def test_names_that_stay_in_the_checkout_are_still_ordinary(command: str) -> None:
+    assert why_not_ordinary(command) == []
+
+
+def test_the_reason_names_the_word() -> None:
+    assert "release" in why_not_ordinary("tox -e py311,release")[0]
+    assert "whose name says it acts beyond the checkout" in why_not_ordinary("scripts/deploy.sh")[0]
+    assert "every session of the noxfile" in why_not_ordinary("nox")[0]
+    assert "every environment the project defines" in why_not_ordinary("tox -e ALL")[0]

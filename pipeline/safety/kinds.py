@@ -106,7 +106,7 @@ def project_file(value: str) -> str | None:
 
 def script_operand(value: str) -> str | None:
     """What a package.json script is given: a path or a name inside the checkout, not ``publish``/``deploy``."""
-    if "/" not in value and value.lower() in OUTWARD:
+    if "/" not in value and _outward(value):
         return f"gives the script {value}, which says it acts beyond the checkout"
     return project_path(value)
 
@@ -171,13 +171,61 @@ def requirement(value: str) -> str | None:
 
 def _outward(name: str) -> bool:
     low = name.lower()
-    return low in OUTWARD or any(part in OUTWARD for part in re.split(r"[-_:./]", low))
+    return low in OUTWARD or any(part in OUTWARD for part in re.split(r"[-_:./\\,]", low))
+
+
+def outward_name(value: str) -> str | None:
+    """The one check on every name a project defines and a line runs -- a make target, a package.json script,
+    a tox environment, a nox session, a cargo binary, a script's file or folder, the word a project's own
+    program is given: none may say it acts beyond the checkout (``deploy``, ``release``, ``publish`` ...)."""
+    return f"runs {value[:60]}, whose name says it acts beyond the checkout" if _outward(value) else None
 
 
 def script_name(value: str) -> str | None:
     if not re.fullmatch(r"[\w:.-]+", value) and not re.fullmatch(r"<[\w./:-]+>", value):
         return f"{value[:60]} is not a script name"
-    return f"runs {value}, whose name says it acts beyond the checkout" if _outward(value) else None
+    return outward_name(value)
+
+
+def project_name(value: str) -> str | None:
+    """A name the project defines (a nox session, a cargo binary, a ninja or CMake target, a tox label)."""
+    if not re.fullmatch(r"[\w.+@:-]+|<[\w./:-]+>", value):
+        return f"{value[:60]} is not a name"
+    return outward_name(value)
+
+
+def project_names(value: str) -> str | None:
+    """``py311,lint``: tox environments; ``ALL`` runs every one the project defines, its release ones too."""
+    for name in value.split(","):
+        if name.upper() == "ALL":
+            return f"runs every environment the project defines ({value[:60]}), its release or publish ones too"
+        if reason := project_name(name):
+            return reason
+    return None
+
+
+def project_expression(value: str) -> str | None:
+    """``tests and not slow``: an expression over the project's names (nox -k)."""
+    return text(value) or next((r for word in re.findall(r"[\w.:-]+", value) if (r := outward_name(word))), None)
+
+
+def project_script(value: str) -> str | None:
+    """A file of the project that a program runs (``node scripts/build.js``, ``make -f ci.mk``), named for
+    what stays in the checkout: not ``deploy.mk``, ``scripts/release.js``."""
+    return project_file(value) or outward_path(value)
+
+
+def project_folder(value: str) -> str | None:
+    """A folder of the project a program runs in (``make -C docs``): not ``deploy/``."""
+    return project_path(value) or outward_path(value)
+
+
+def outward_path(value: str) -> str | None:
+    """A path with a file or folder named for acting beyond the checkout (``scripts/deploy.sh``, ``bin/release``)."""
+    for part in re.split(r"[/\\]", value):
+        if part and _outward(part):
+            return f"runs {value[:60]}, whose name says it acts beyond the checkout ({part})"
+    return None
 
 
 def assignment(name: str, value: str) -> str | None:
@@ -214,6 +262,11 @@ def go_package(value: str) -> str | None:
     if re.fullmatch(r"\.(?:/[\w.-]*)*(?:/\.\.\.)?|\.\.\.|[\w./-]+\.go|<[\w./:-]+>", value):
         return outside(value.replace("...", "x"))
     return f"{value} is not a package of this checkout (./..., ./pkg)"
+
+
+def go_program(value: str) -> str | None:
+    """``go run ./cmd/app``: a package of this module, not one named ``./cmd/deploy``."""
+    return go_package(value) or outward_path(value.replace("...", ""))
 
 
 def go_list_operand(value: str) -> str | None:
@@ -335,6 +388,12 @@ KINDS: dict[str, Check] = {
                             "a package name from the default registry"),
     "crate": _matches(r"[\w-]+(?:@[\w.^~<>=*+-]+)?", "a crate name"),
     "script-name": script_name,
+    "project-name": project_name,
+    "project-names": project_names,
+    "project-expression": project_expression,
+    "project-script": project_script,
+    "project-folder": project_folder,
+    "go-program": go_program,
     "make-operand": make_operand,
     "gradle-task": gradle_task,
     "bazel-target": bazel_target,

@@ -20,7 +20,7 @@ DATA_FILE = Path(__file__).with_name("ordinary.toml")
 
 _LISTS = ("flags", "first_unless", "builtins", "needs_flag", "standalone")
 _MAPS = ("options", "optional", "prefixed")
-_SCALARS = ("positional", "first", "max_positional", "after_dashdash", "numeric", "style", "project_args")
+_SCALARS = ("positional", "first", "max_positional", "after_dashdash", "numeric", "style", "project_args", "why")
 _KNOWN = {*_LISTS, *_MAPS, *_SCALARS, "names", "modules", "example", "include", "use", "commands", "fallback",
           "needs_command", "needs_operand", "runs", "python", "raw", "command", "properties"}
 
@@ -53,6 +53,7 @@ class Table:
     needs_operand: bool = False
     needs_flag: frozenset[str] = frozenset()
     standalone: frozenset[str] = frozenset()  # flags that make `needs_operand` moot (`node --version`)
+    why: str | None = None  # what the command does without one of `needs_flag`
     runs: frozenset[str] | None = None  # programs the rest of the line may be; frozenset({"any"}) for any
     python: bool = False
     project_args: bool = False
@@ -182,6 +183,7 @@ class _Builder:
             after_dashdash=raw.get("after_dashdash"), builtins=frozenset(raw.get("builtins", [])),
             needs_command=bool(raw.get("needs_command")), needs_operand=bool(raw.get("needs_operand")),
             needs_flag=frozenset(raw.get("needs_flag", [])), standalone=frozenset(raw.get("standalone", [])),
+            why=raw.get("why"),
             runs=None if runs is None else frozenset([runs] if isinstance(runs, str) else runs),
             python=bool(raw.get("python")), project_args=bool(raw.get("project_args")),
             style=raw.get("style", style), raw=bool(raw.get("raw")), command=raw.get("command"),
