@@ -36,7 +36,7 @@ SAMPLES = {
     "local-url": "http://localhost:8000/health", "curl-text": "Accept: application/json", "build-output": "build/",
     "date-format": "+%Y-%m-%d", "project-name": "tests", "project-names": "py311,lint",
     "project-expression": "tests and not slow", "project-script": "scripts/build.js", "project-folder": "docs",
-    "go-program": "./cmd/app",
+    "go-program": "./cmd/app", "test-label": "tests.test_x",
 }
 
 
@@ -85,7 +85,8 @@ def places() -> Iterator[Place]:
             yield from walk(f"{prefix} {sample(fallback.first or fallback.positional or 'word')}", fallback, depth + 1)
 
     for table in {id(t): t for t in TABLES.programs.values()}.values():
-        prefix = table.names[0] if table.names else f"python -m {table.modules[0]}"
+        prefix = table.names[0] if table.names else f"python -m {table.modules[0]}" if table.modules else \
+            f"python {table.files[0]}"
         yield from walk(prefix, table)
     for name, table in TABLES.wrappers.items():
         yield Place(" ".join(filter(None, [name, table.command])), table)
@@ -371,3 +372,54 @@ def test_the_reason_names_the_word() -> None:
     assert "whose name says it acts beyond the checkout" in why_not_ordinary("scripts/deploy.sh")[0]
     assert "every session of the noxfile" in why_not_ordinary("nox")[0]
     assert "every environment the project defines" in why_not_ordinary("tox -e ALL")[0]
+
+
+#: 2. Django, setup.py and installs: closed tables of commands, and nothing installed outside the project's environment.
+PROJECT_TOOLS = [
+    "python manage.py flush --noinput", "python manage.py dbshell", "python manage.py createsuperuser",
+    "python manage.py runserver 0.0.0.0:8000", "python setup.py sdist upload", "python setup.py install", "mvn install",
+    "uv pip install --system requests", "pip install --user requests", "pip uninstall -y pip", "pip uninstall -y setuptools",
+    # variants
+    "./manage.py migrate", "python3 src/manage.py loaddata fixtures/users.json", "python manage.py diffsettings",
+    "python manage.py collectstatic --noinput", "python manage.py makemigrations", "python manage.py makemigrations polls",
+    "python manage.py sendtestemail a@b.c", "python manage.py test --testrunner=evil.Runner",
+    "python manage.py test antigravity", "python -m unittest antigravity", "python -m unittest this",
+    "python manage.py shell_plus", "python manage.py check --database default", "python setup.py develop",
+    "python setup.py bdist_wheel upload", "python setup.py register", "python setup.py test -s antigravity",
+    "./setup.py install --user", "mvn -q clean install", "python -m pip install --user -e .", "pipenv install --system",
+    "uv pip uninstall requests", "uv remove requests", "python -m pip uninstall -y pytest",
+]
+#: Refused before this change too (django-admin was no table, -b and --pythonpath point outside): kept as guards,
+#: since the tables that now read these programs must not let them in.
+GUARDS = ["django-admin shell -c 'import os'", "python -m django dumpdata auth.user",
+          "python manage.py test --pythonpath=/tmp/x", "python setup.py build_ext -b /tmp/x", "mvn deploy"]
+
+
+@pytest.mark.parametrize("command", GUARDS)
+def test_the_new_tables_keep_what_was_refused_refused(command: str) -> None:
+    assert why_not_ordinary(command), command
+
+
+@pytest.mark.parametrize("command", PROJECT_TOOLS)
+def test_project_tools_run_only_their_looks_and_tests(command: str) -> None:
+    assert why_not_ordinary(command), command
+
+
+@pytest.mark.parametrize("command", [
+    "python manage.py test", "python manage.py test polls.tests.test_models --parallel 1 --keepdb",
+    "./manage.py check --deploy --fail-level WARNING", "python manage.py makemigrations --check --dry-run",
+    "python manage.py showmigrations --plan", "python manage.py sqlmigrate polls 0001", "django-admin --version",
+    "python -m django test tests.test_views -v 2", "python manage.py test test.test_api", "python -m unittest tests.test_x",
+    "python setup.py build_ext --inplace", "python setup.py test", "python setup.py egg_info", "python setup.py --version",
+    "python setup.py sdist -d dist", "python setup.py check -m -s", "mvn -q test", "pip install requests",
+    "uv pip install -e .", "pip list --user",
+])
+def test_what_project_tools_may_do_is_still_ordinary(command: str) -> None:
+    assert why_not_ordinary(command) == []
+
+
+def test_project_tool_reasons_name_the_command() -> None:
+    assert "django flush is not one of the django commands" in why_not_ordinary("python manage.py flush --noinput")[0]
+    assert "writes migration files" in why_not_ordinary("python manage.py makemigrations")[0]
+    assert "Python's own library" in why_not_ordinary("python -m unittest antigravity")[0]
+    assert "--user is not one of the" in why_not_ordinary("pip install --user requests")[0]

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import fnmatch
 import re
+import sys
 from collections.abc import Callable
 
 from pipeline.safety.words import (
@@ -117,6 +118,22 @@ def test_selector(value: str) -> str | None:
 
 
 _REPORT_SUFFIXES = (".xml", ".json", ".html", ".htm", ".txt", ".log", ".lcov", ".out", ".sarif", ".md", ".csv")
+
+
+def test_label(value: str) -> str | None:
+    """``tests/test_x.py``, ``tests.test_x.TestA``, ``polls``: tests of the project by path or by dotted name.
+    A dotted name is imported, so it may not be a module of Python's own library (``antigravity`` opens a web
+    browser); ``test`` is also the name of many projects' test folder."""
+    if "/" in value or value.endswith(".py") or value in (".", ""):
+        return project_path(value)
+    if re.fullmatch(r"<[\w./:-]+>", value):
+        return None
+    if not re.fullmatch(r"[A-Za-z_]\w*(?:\.\w+)*", value):
+        return f"{value[:60]} is not a test module or path"
+    top = value.split(".", 1)[0]
+    if top != "test" and top in sys.stdlib_module_names:
+        return f"imports {top}, a module of Python's own library, not a test of the project"
+    return None
 
 
 def report_file(value: str) -> str | None:
@@ -374,6 +391,7 @@ KINDS: dict[str, Check] = {
     "script-operand": script_operand,
     "project-value": project_value,
     "test-selector": test_selector,
+    "test-label": test_label,
     "report-file": report_file,
     "cov-report": cov_report,
     "warning-filter": warning_filter,

@@ -204,7 +204,11 @@ def _python_main(words: list[str]) -> str | None:
 
 
 def _project_program(path: str, words: list[str]) -> str | None:
-    """The project's own program PATH, given WORDS: not one named for acting beyond the checkout."""
+    """The project's own program PATH, given WORDS: a file a table names (``manage.py``, ``setup.py``) by its
+    table; any other not one named for acting beyond the checkout."""
+    table = TABLES.files.get(path.rsplit("/", 1)[-1])
+    if table is not None:
+        return _args(table, words)
     if reason := outward_path(path):
         return reason
     return _project_args(words)
