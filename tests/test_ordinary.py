@@ -37,6 +37,7 @@ SAMPLES = {
     "date-format": "+%Y-%m-%d", "project-name": "tests", "project-names": "py311,lint",
     "project-expression": "tests and not slow", "project-script": "scripts/build.js", "project-folder": "docs",
     "go-program": "./cmd/app", "test-label": "tests.test_x",
+    "curl-header": "Accept: application/json", "curl-format": "%{http_code}",
 }
 
 
@@ -423,3 +424,30 @@ def test_project_tool_reasons_name_the_command() -> None:
     assert "writes migration files" in why_not_ordinary("python manage.py makemigrations")[0]
     assert "Python's own library" in why_not_ordinary("python -m unittest antigravity")[0]
     assert "--user is not one of the" in why_not_ordinary("pip install --user requests")[0]
+
+
+#: 3. A local request is a look: GET or HEAD, no body, nothing written by its format.
+LOCAL_REQUESTS = [
+    "curl -w '%output{/path}' http://localhost:8000/", "curl -X DELETE http://127.0.0.1:8001/api/items/1",
+    # variants
+    "curl -s -o /dev/null -w '%{http_code}%output{>>CLAUDE.md}x' http://localhost:8000/",
+    "curl --write-out=%output{notes.txt}%{url} http://localhost/", "curl -X POST http://localhost:8000/api/reset",
+    "curl --request PUT http://localhost:8000/api/x", "curl -XPATCH http://localhost/api/x",
+    "curl --request=OPTIONS http://localhost/", "curl -d 'a=1' http://localhost:8000/api/login",
+    "curl --data '{}' http://localhost:8000/api", "curl --data-raw x http://localhost/", "curl --json '{}' http://localhost/",
+    "curl -H 'X-HTTP-Method-Override: DELETE' http://localhost:8000/api/items/1",
+    "curl -H 'x-method-override: PUT' http://localhost/", "curl --header='X-HTTP-Method: DELETE' http://localhost/",
+]
+
+
+@pytest.mark.parametrize("command", LOCAL_REQUESTS)
+def test_a_local_request_that_changes_or_writes_something_is_not_ordinary(command: str) -> None:
+    assert why_not_ordinary(command), command
+
+
+@pytest.mark.parametrize("command", [
+    "curl -sS -o /dev/null -w '%{http_code}\\n' http://localhost:8000/health", "curl -X GET http://127.0.0.1:8000/api",
+    "curl -I http://localhost:3000/", "curl -X HEAD http://localhost/", "curl -H 'Accept: application/json' localhost:9090/x",
+])
+def test_a_local_look_is_still_ordinary(command: str) -> None:
+    assert why_not_ordinary(command) == []

@@ -340,6 +340,28 @@ def curl_text(value: str) -> str | None:
         else None
 
 
+_METHOD_OVERRIDE = re.compile(r"^\s*x-(?:http-)?method(?:-override)?\s*:", re.I)
+
+
+def curl_header(value: str) -> str | None:
+    """A header written in the line, not one that asks the server to take the GET as another method."""
+    if reason := curl_text(value):
+        return reason
+    if _METHOD_OVERRIDE.match(value):
+        return f"asks the server for another method ({value[:60]}): only GET and HEAD requests are ordinary"
+    return None
+
+
+def curl_format(value: str) -> str | None:
+    """What ``-w`` prints: ``%{http_code}``; not ``@file`` (a format read from a file) nor ``%output{path}``
+    (curl 8.3 and later write what follows into that file)."""
+    if reason := curl_text(value):
+        return reason
+    if re.search(r"%\{?output\{", value, re.I):
+        return f"writes to a file ({value[:60]}): curl's %output{{...}} sends the rest of the format there"
+    return None
+
+
 def build_output(value: str) -> str | None:
     return None if is_build_output(value) else f"deletes something that is not build output ({value})"
 
@@ -425,6 +447,8 @@ KINDS: dict[str, Check] = {
     "jq-filter": jq_filter,
     "local-url": local_url,
     "curl-text": curl_text,
+    "curl-header": curl_header,
+    "curl-format": curl_format,
     "build-output": build_output,
     "date-format": date_format,
 }
