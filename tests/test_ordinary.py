@@ -37,7 +37,7 @@ SAMPLES = {
     "date-format": "+%Y-%m-%d", "project-name": "tests", "project-names": "py311,lint",
     "project-expression": "tests and not slow", "project-script": "scripts/build.js", "project-folder": "docs",
     "go-program": "./cmd/app", "test-label": "tests.test_x",
-    "curl-header": "Accept: application/json", "curl-format": "%{http_code}",
+    "curl-header": "Accept: application/json", "curl-format": "%{http_code}", "search-glob": "*.py",
 }
 
 
@@ -451,3 +451,68 @@ def test_a_local_request_that_changes_or_writes_something_is_not_ordinary(comman
 ])
 def test_a_local_look_is_still_ordinary(command: str) -> None:
     assert why_not_ordinary(command) == []
+
+
+#: 4. Credential files and .git, through any glob that could match them; searches for keys; links followed out.
+SECRET_READS = [
+    "cat .gi?/config", "cat .envrc", "cat secrets.json", "cat *.pem", "git show HEAD:.envrc", "grep -r AKIA .",
+    "rg 'xoxb-' .", "grep -R --include=*.env x .", "rg -L x", "rg --follow x", "grep -R x .",
+    # variants: globs into .git and out of the checkout
+    "cat .[g]it/HEAD", "ls .gi?", "cat .GIT/config", "head .Git/HEAD", "cat .*/config", "cat .?/x",
+    # secret files by name, in any case, and globs that could match one
+    "cat .Envrc", "cat config/secrets.yml", "cat client_secret_1234.json", "cat certs/server.key", "nl keystore.jks",
+    "cat vault.kdbx", "cat terraform.tfstate", "cat *", "cat config/*", "wc -c *.key", "sed -n '1,5p' *.p12",
+    "cat .[e]nvrc", "jq . *.json", "git show HEAD:config/credentials.json", "git diff HEAD~1 -- '*.pem'",
+    "git cat-file -p HEAD:.envrc",
+    # searches for keys by the opening of their token, however the pattern is spelled
+    "grep -rn 'A[K]IA' .", "grep -rE '\\bAKIA[0-9A-Z]{16}' src", "rg -i akia", "rg -e 'ghp_' src",
+    "git grep 'sk-ant-'", "git log -p -S AKIA", "git log -G 'xox[bp]-'", "grep -rn 'glpat-' .", "grep -rn 'A.IA' .",
+    "grep -rn 'eyJhbGciOi' .", "rg '(ASIA|AKIA)[A-Z0-9]{16}'", "grep -rn 'hf_[A-Za-z0-9]{34}' .",
+    # a pattern the line does not show
+    "grep -r -f patterns.txt .", "rg -f pats.txt", "git grep -f pats.txt", "grep --file=pats.txt -r .",
+    # searches that select credential files
+    "rg -g '*.pem' x .", "rg --iglob '*.KEY' x", "grep -r --include='*' x .", "rg -g 'config/secrets.*' x",
+    # links followed out of the checkout
+    "grep --dereference-recursive x .", "fd -L x", "fd --follow x",
+]
+
+
+@pytest.mark.parametrize("command", SECRET_READS)
+def test_credential_files_and_searches_for_keys_are_not_ordinary(command: str) -> None:
+    assert why_not_ordinary(command), command
+
+
+@pytest.mark.parametrize("command", [
+    "cat src/*.py", "ls src", "wc -l src/*.ts", "cat .gitignore", "ls .github/workflows", "cat docs/*.md",
+    "grep -rn 'def main' src", "rg -g '*.py' TODO", "rg -g '!*.pem' TODO", "grep -rn hf_hub_download .",
+    "grep -rn npm_config_cache .", "grep -rn sk-learn docs", "git grep -n ext_modules", "grep -r --include='*.py' x .",
+    "git show HEAD~1:src/app.py", "git log -S 'def main' --oneline", "rg -n 'task-runner' .",
+])
+def test_looks_that_cannot_reach_a_credential_file_are_still_ordinary(command: str) -> None:
+    assert why_not_ordinary(command) == []
+
+
+def test_the_reasons_say_which_secret_a_glob_or_a_search_could_reach() -> None:
+    assert "points into .git" in why_not_ordinary("cat .gi?/config")[0]
+    assert "could match *.pem" in why_not_ordinary("cat *.pem")[0]
+    assert "tokens that start AKIA" in why_not_ordinary("grep -r AKIA .")[0]
+    assert "searches credential files" in why_not_ordinary("rg -g '*.pem' x .")[0]
+
+
+def test_the_token_prefixes_are_redactions_own() -> None:
+    """The safety rules sit below redaction and read its prefixes as data: the list must be what the rules give."""
+    from pipeline.redact.prefixes import provider_prefixes
+    from pipeline.safety.credentials import PREFIXES
+
+    assert list(PREFIXES) == provider_prefixes(), "run: python -m pipeline.redact.prefixes --write"
+    assert {"AKIA", "xoxb-", "ghp_", "glpat-", "sk-ant-", "hf_", "AIza"} <= set(PREFIXES)
+    assert not {"http", "https://", "sk", "pat", "API-"} & set(PREFIXES)
+
+
+def test_no_credential_file_pattern_matches_a_source_file() -> None:
+    """Else `cat src/*.py` would be a glob that could reach a secret, and no look at code would be ordinary."""
+    from pipeline.safety.credentials import FILES, could_match
+
+    for source in ("*.py", "*.pyi", "*.js", "*.ts", "*.tsx", "*.go", "*.rs", "*.rb", "*.java", "*.c", "*.h",
+                   "*.md", "*.rst", "*.txt", "*.html", "*.css", "*.sh", "*.cfg", "*.ini", "*.lock"):
+        assert not [f for f in FILES if could_match(source, f)], source

@@ -3,18 +3,19 @@
 Each check takes the word as the shell gives it to the program (quotes removed) and returns why it
 is not of that kind -- a few words a reviewer reads after the command -- or None. Every kind that can
 hold a path refuses one outside the checkout (``/``, ``~``, ``..``, a drive letter), inside ``.git``,
-or naming a credential file (``.env``, ``id_rsa``, ``~/.aws`` ... also through a glob: ``.en*``).
+or naming a credential file (``.env``, ``id_rsa``, ``~/.aws``, ``secrets.json`` ... from ``credentials.toml``),
+also through a glob that could match one (``.en*``, ``.gi?``, ``*.pem``).
 A kind written ``a|b|c`` is one of those values. ``outward`` and ``environment`` are set by
 ``pipeline.safety.tables`` from the data file.
 """
 
 from __future__ import annotations
 
-import fnmatch
 import re
 import sys
 from collections.abc import Callable
 
+from pipeline.safety.credentials import could_match, credential_prefix, glob_secret, is_glob, secret_path
 from pipeline.safety.words import (
     CREDENTIAL_PATH,
     is_build_output,
@@ -34,36 +35,27 @@ ENVIRONMENT: dict[str, str] = {}
 GRADLE_TASKS: set[str] = set()
 
 _DEVICES = ("/dev/null", "/dev/stdin", "/dev/stdout", "/dev/stderr")
-#: What a glob in a read may match and must not: the credential files ``CREDENTIAL_PATH`` names, spelled out.
-_SECRET_FILES = (".env", ".env.local", ".env.production", ".env.development", "id_rsa", "id_ed25519", "id_ecdsa",
-                 ".netrc", ".npmrc", ".pypirc", ".git-credentials", ".vault-token", "credentials")
-_SECRET_FOLDERS = (".ssh", ".aws", ".gnupg", ".docker", ".kube", ".password-store", ".azure")
 
 
 def outside(value: str) -> str | None:
-    """Why the path VALUE is not a path inside the checkout, or None."""
+    """Why the path VALUE is not a path inside the checkout, or None. A glob counts for every name it could
+    match: ``.gi?`` could be ``.git``, ``.?`` could be ``..``, ``*.pem`` a key, ``*`` a ``credentials`` file."""
     path = re.sub(r"^\$\{?PWD\}?(?=/|$)", ".", normal(value))
     if not path or path in _DEVICES:
         return None
     if path.startswith(("/", "~", "\\\\")) or re.match(r"^[A-Za-z]:[\\/]", path):
         return f"points at a path outside the project ({value})"
     parts = re.split(r"[/\\]", path)
-    if ".." in parts:
+    if ".." in parts or any(is_glob(p) and could_match(p, "..") for p in parts):
         return f"points at a path outside the project ({value})"
-    if ".git" in parts:
+    if any(p.lower() == ".git" or is_glob(p) and could_match(p, ".git") for p in parts):
         return f"points into .git ({value})"
-    if CREDENTIAL_PATH.search(path) or _secret_glob(parts):
+    if CREDENTIAL_PATH.search(path) or secret_path(path):
         return f"names a credential file ({value})"
+    for n, part in enumerate(parts):
+        if is_glob(part) and (name := glob_secret(part, last=n == len(parts) - 1)):
+            return f"could name a credential file through a glob ({value} could match {name})"
     return None
-
-
-def _secret_glob(parts: list[str]) -> bool:
-    """``.en*``, ``id_*``, ``.ss?``: a glob with letters of its own that matches a credential file or folder (a
-    bare ``*`` matches no dotfile, and would flag every folder that holds none)."""
-    globbed = [p for p in parts if re.search(r"[*?\[]", p) and len(re.sub(r"[*?]|\[[^\]]*\]", "", p)) >= 2]
-    names = (*_SECRET_FILES, *_SECRET_FOLDERS)
-    return any(fnmatch.fnmatchcase(name, part) for part in globbed for name in names
-               if part.startswith(".") or not name.startswith("."))
 
 
 def _pieces(value: str) -> str | None:
@@ -311,9 +303,31 @@ _SECRETS = re.compile(r"passw|secret|token|api[_-]?key|apikey|private[_ -]?key|c
 
 
 def search_pattern(value: str) -> str | None:
+    """What grep, ripgrep, git grep or git log -S look for: not secrets by their name (``password``) nor keys by
+    the opening of their token (``AKIA``, ``xoxb-``, ``A[K]IA``: the prefixes redaction knows)."""
     if "\n" in value:
         return "spans several lines"
-    return f"searches for secrets ({value[:60]})" if _SECRETS.search(value) else None
+    if _SECRETS.search(value):
+        return f"searches for secrets ({value[:60]})"
+    if prefix := credential_prefix(value):
+        return f"searches for keys ({value[:60]} finds tokens that start {prefix})"
+    return None
+
+
+def search_glob(value: str) -> str | None:
+    """``grep --include=GLOB``, ``rg -g GLOB``: the files searched, none a credential file (``*.env``, ``*.pem``;
+    these globs match dotfiles too). ``!GLOB`` leaves files out."""
+    if "\n" in value:
+        return "spans several lines"
+    if value.startswith("!"):
+        return None
+    parts = [p for p in value.replace("**", "*").split("/") if p]
+    for n, part in enumerate(parts):
+        name = glob_secret(part, last=n == len(parts) - 1, shell=False) if is_glob(part) else \
+            (part if secret_path(part) or part.lower() == ".git" else None)
+        if name:
+            return f"searches credential files ({value[:60]} could match {name})"
+    return None
 
 
 def sed_script(value: str) -> str | None:
@@ -443,6 +457,7 @@ KINDS: dict[str, Check] = {
     "go-list-operand": go_list_operand,
     "git-operand": git_operand,
     "search-pattern": search_pattern,
+    "search-glob": search_glob,
     "sed-script": sed_script,
     "jq-filter": jq_filter,
     "local-url": local_url,
