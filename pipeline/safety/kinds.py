@@ -3,17 +3,19 @@
 Each check takes the word as the shell gives it to the program (quotes removed) and returns why it
 is not of that kind -- a few words a reviewer reads after the command -- or None. Every kind that can
 hold a path refuses one outside the checkout (``/``, ``~``, ``..``, a drive letter), inside ``.git``,
-or naming a credential file (``.env``, ``id_rsa``, ``~/.aws`` ... also through a glob: ``.en*``).
+or naming a credential file (``.env``, ``id_rsa``, ``~/.aws``, ``secrets.json`` ... from ``credentials.toml``),
+also through a glob that could match one (``.en*``, ``.gi?``, ``*.pem``).
 A kind written ``a|b|c`` is one of those values. ``outward`` and ``environment`` are set by
 ``pipeline.safety.tables`` from the data file.
 """
 
 from __future__ import annotations
 
-import fnmatch
 import re
+import sys
 from collections.abc import Callable
 
+from pipeline.safety.credentials import could_match, credential_prefix, glob_secret, is_glob, secret_path
 from pipeline.safety.words import (
     CREDENTIAL_PATH,
     is_build_output,
@@ -33,36 +35,27 @@ ENVIRONMENT: dict[str, str] = {}
 GRADLE_TASKS: set[str] = set()
 
 _DEVICES = ("/dev/null", "/dev/stdin", "/dev/stdout", "/dev/stderr")
-#: What a glob in a read may match and must not: the credential files ``CREDENTIAL_PATH`` names, spelled out.
-_SECRET_FILES = (".env", ".env.local", ".env.production", ".env.development", "id_rsa", "id_ed25519", "id_ecdsa",
-                 ".netrc", ".npmrc", ".pypirc", ".git-credentials", ".vault-token", "credentials")
-_SECRET_FOLDERS = (".ssh", ".aws", ".gnupg", ".docker", ".kube", ".password-store", ".azure")
 
 
 def outside(value: str) -> str | None:
-    """Why the path VALUE is not a path inside the checkout, or None."""
+    """Why the path VALUE is not a path inside the checkout, or None. A glob counts for every name it could
+    match: ``.gi?`` could be ``.git``, ``.?`` could be ``..``, ``*.pem`` a key, ``*`` a ``credentials`` file."""
     path = re.sub(r"^\$\{?PWD\}?(?=/|$)", ".", normal(value))
     if not path or path in _DEVICES:
         return None
     if path.startswith(("/", "~", "\\\\")) or re.match(r"^[A-Za-z]:[\\/]", path):
         return f"points at a path outside the project ({value})"
     parts = re.split(r"[/\\]", path)
-    if ".." in parts:
+    if ".." in parts or any(is_glob(p) and could_match(p, "..") for p in parts):
         return f"points at a path outside the project ({value})"
-    if ".git" in parts:
+    if any(p.lower() == ".git" or is_glob(p) and could_match(p, ".git") for p in parts):
         return f"points into .git ({value})"
-    if CREDENTIAL_PATH.search(path) or _secret_glob(parts):
+    if CREDENTIAL_PATH.search(path) or secret_path(path):
         return f"names a credential file ({value})"
+    for n, part in enumerate(parts):
+        if is_glob(part) and (name := glob_secret(part, last=n == len(parts) - 1)):
+            return f"could name a credential file through a glob ({value} could match {name})"
     return None
-
-
-def _secret_glob(parts: list[str]) -> bool:
-    """``.en*``, ``id_*``, ``.ss?``: a glob with letters of its own that matches a credential file or folder (a
-    bare ``*`` matches no dotfile, and would flag every folder that holds none)."""
-    globbed = [p for p in parts if re.search(r"[*?\[]", p) and len(re.sub(r"[*?]|\[[^\]]*\]", "", p)) >= 2]
-    names = (*_SECRET_FILES, *_SECRET_FOLDERS)
-    return any(fnmatch.fnmatchcase(name, part) for part in globbed for name in names
-               if part.startswith(".") or not name.startswith("."))
 
 
 def _pieces(value: str) -> str | None:
@@ -106,7 +99,7 @@ def project_file(value: str) -> str | None:
 
 def script_operand(value: str) -> str | None:
     """What a package.json script is given: a path or a name inside the checkout, not ``publish``/``deploy``."""
-    if "/" not in value and value.lower() in OUTWARD:
+    if "/" not in value and _outward(value):
         return f"gives the script {value}, which says it acts beyond the checkout"
     return project_path(value)
 
@@ -117,6 +110,22 @@ def test_selector(value: str) -> str | None:
 
 
 _REPORT_SUFFIXES = (".xml", ".json", ".html", ".htm", ".txt", ".log", ".lcov", ".out", ".sarif", ".md", ".csv")
+
+
+def test_label(value: str) -> str | None:
+    """``tests/test_x.py``, ``tests.test_x.TestA``, ``polls``: tests of the project by path or by dotted name.
+    A dotted name is imported, so it may not be a module of Python's own library (``antigravity`` opens a web
+    browser); ``test`` is also the name of many projects' test folder."""
+    if "/" in value or value.endswith(".py") or value in (".", ""):
+        return project_path(value)
+    if re.fullmatch(r"<[\w./:-]+>", value):
+        return None
+    if not re.fullmatch(r"[A-Za-z_]\w*(?:\.\w+)*", value):
+        return f"{value[:60]} is not a test module or path"
+    top = value.split(".", 1)[0]
+    if top != "test" and top in sys.stdlib_module_names:
+        return f"imports {top}, a module of Python's own library, not a test of the project"
+    return None
 
 
 def report_file(value: str) -> str | None:
@@ -171,13 +180,61 @@ def requirement(value: str) -> str | None:
 
 def _outward(name: str) -> bool:
     low = name.lower()
-    return low in OUTWARD or any(part in OUTWARD for part in re.split(r"[-_:./]", low))
+    return low in OUTWARD or any(part in OUTWARD for part in re.split(r"[-_:./\\,]", low))
+
+
+def outward_name(value: str) -> str | None:
+    """The one check on every name a project defines and a line runs -- a make target, a package.json script,
+    a tox environment, a nox session, a cargo binary, a script's file or folder, the word a project's own
+    program is given: none may say it acts beyond the checkout (``deploy``, ``release``, ``publish`` ...)."""
+    return f"runs {value[:60]}, whose name says it acts beyond the checkout" if _outward(value) else None
 
 
 def script_name(value: str) -> str | None:
     if not re.fullmatch(r"[\w:.-]+", value) and not re.fullmatch(r"<[\w./:-]+>", value):
         return f"{value[:60]} is not a script name"
-    return f"runs {value}, whose name says it acts beyond the checkout" if _outward(value) else None
+    return outward_name(value)
+
+
+def project_name(value: str) -> str | None:
+    """A name the project defines (a nox session, a cargo binary, a ninja or CMake target, a tox label)."""
+    if not re.fullmatch(r"[\w.+@:-]+|<[\w./:-]+>", value):
+        return f"{value[:60]} is not a name"
+    return outward_name(value)
+
+
+def project_names(value: str) -> str | None:
+    """``py311,lint``: tox environments; ``ALL`` runs every one the project defines, its release ones too."""
+    for name in value.split(","):
+        if name.upper() == "ALL":
+            return f"runs every environment the project defines ({value[:60]}), its release or publish ones too"
+        if reason := project_name(name):
+            return reason
+    return None
+
+
+def project_expression(value: str) -> str | None:
+    """``tests and not slow``: an expression over the project's names (nox -k)."""
+    return text(value) or next((r for word in re.findall(r"[\w.:-]+", value) if (r := outward_name(word))), None)
+
+
+def project_script(value: str) -> str | None:
+    """A file of the project that a program runs (``node scripts/build.js``, ``make -f ci.mk``), named for
+    what stays in the checkout: not ``deploy.mk``, ``scripts/release.js``."""
+    return project_file(value) or outward_path(value)
+
+
+def project_folder(value: str) -> str | None:
+    """A folder of the project a program runs in (``make -C docs``): not ``deploy/``."""
+    return project_path(value) or outward_path(value)
+
+
+def outward_path(value: str) -> str | None:
+    """A path with a file or folder named for acting beyond the checkout (``scripts/deploy.sh``, ``bin/release``)."""
+    for part in re.split(r"[/\\]", value):
+        if part and _outward(part):
+            return f"runs {value[:60]}, whose name says it acts beyond the checkout ({part})"
+    return None
 
 
 def assignment(name: str, value: str) -> str | None:
@@ -216,6 +273,11 @@ def go_package(value: str) -> str | None:
     return f"{value} is not a package of this checkout (./..., ./pkg)"
 
 
+def go_program(value: str) -> str | None:
+    """``go run ./cmd/app``: a package of this module, not one named ``./cmd/deploy``."""
+    return go_package(value) or outward_path(value.replace("...", ""))
+
+
 def go_list_operand(value: str) -> str | None:
     if value in ("all", "std", "cmd") or go_package(value) is None:
         return None
@@ -241,9 +303,31 @@ _SECRETS = re.compile(r"passw|secret|token|api[_-]?key|apikey|private[_ -]?key|c
 
 
 def search_pattern(value: str) -> str | None:
+    """What grep, ripgrep, git grep or git log -S look for: not secrets by their name (``password``) nor keys by
+    the opening of their token (``AKIA``, ``xoxb-``, ``A[K]IA``: the prefixes redaction knows)."""
     if "\n" in value:
         return "spans several lines"
-    return f"searches for secrets ({value[:60]})" if _SECRETS.search(value) else None
+    if _SECRETS.search(value):
+        return f"searches for secrets ({value[:60]})"
+    if prefix := credential_prefix(value):
+        return f"searches for keys ({value[:60]} finds tokens that start {prefix})"
+    return None
+
+
+def search_glob(value: str) -> str | None:
+    """``grep --include=GLOB``, ``rg -g GLOB``: the files searched, none a credential file (``*.env``, ``*.pem``;
+    these globs match dotfiles too). ``!GLOB`` leaves files out."""
+    if "\n" in value:
+        return "spans several lines"
+    if value.startswith("!"):
+        return None
+    parts = [p for p in value.replace("**", "*").split("/") if p]
+    for n, part in enumerate(parts):
+        name = glob_secret(part, last=n == len(parts) - 1, shell=False) if is_glob(part) else \
+            (part if secret_path(part) or part.lower() == ".git" else None)
+        if name:
+            return f"searches credential files ({value[:60]} could match {name})"
+    return None
 
 
 def sed_script(value: str) -> str | None:
@@ -268,6 +352,28 @@ def curl_text(value: str) -> str | None:
     """A header, body or format written in the line; ``@file`` would send (or read) a file."""
     return f"sends a file ({value[:60]})" if value.startswith("@") or value.startswith("<") and ">" not in value \
         else None
+
+
+_METHOD_OVERRIDE = re.compile(r"^\s*x-(?:http-)?method(?:-override)?\s*:", re.I)
+
+
+def curl_header(value: str) -> str | None:
+    """A header written in the line, not one that asks the server to take the GET as another method."""
+    if reason := curl_text(value):
+        return reason
+    if _METHOD_OVERRIDE.match(value):
+        return f"asks the server for another method ({value[:60]}): only GET and HEAD requests are ordinary"
+    return None
+
+
+def curl_format(value: str) -> str | None:
+    """What ``-w`` prints: ``%{http_code}``; not ``@file`` (a format read from a file) nor ``%output{path}``
+    (curl 8.3 and later write what follows into that file)."""
+    if reason := curl_text(value):
+        return reason
+    if re.search(r"%\{?output\{", value, re.I):
+        return f"writes to a file ({value[:60]}): curl's %output{{...}} sends the rest of the format there"
+    return None
 
 
 def build_output(value: str) -> str | None:
@@ -321,6 +427,7 @@ KINDS: dict[str, Check] = {
     "script-operand": script_operand,
     "project-value": project_value,
     "test-selector": test_selector,
+    "test-label": test_label,
     "report-file": report_file,
     "cov-report": cov_report,
     "warning-filter": warning_filter,
@@ -335,6 +442,12 @@ KINDS: dict[str, Check] = {
                             "a package name from the default registry"),
     "crate": _matches(r"[\w-]+(?:@[\w.^~<>=*+-]+)?", "a crate name"),
     "script-name": script_name,
+    "project-name": project_name,
+    "project-names": project_names,
+    "project-expression": project_expression,
+    "project-script": project_script,
+    "project-folder": project_folder,
+    "go-program": go_program,
     "make-operand": make_operand,
     "gradle-task": gradle_task,
     "bazel-target": bazel_target,
@@ -344,10 +457,13 @@ KINDS: dict[str, Check] = {
     "go-list-operand": go_list_operand,
     "git-operand": git_operand,
     "search-pattern": search_pattern,
+    "search-glob": search_glob,
     "sed-script": sed_script,
     "jq-filter": jq_filter,
     "local-url": local_url,
     "curl-text": curl_text,
+    "curl-header": curl_header,
+    "curl-format": curl_format,
     "build-output": build_output,
     "date-format": date_format,
 }

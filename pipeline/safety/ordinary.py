@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import re
 
-from pipeline.safety.kinds import assignment, check, outside, project_value
+from pipeline.safety.kinds import assignment, check, outside, outward_name, outward_path, project_value
 from pipeline.safety.shell import Command, parse
 from pipeline.safety.tables import TABLES, Table
 from pipeline.safety.words import is_local_url, looks_like_command
@@ -158,7 +158,7 @@ def _argv(argv: list[str], only: frozenset[str] | None = None, by: str = "") -> 
         if name not in TABLES.programs:
             if first.startswith(TABLES.system_bins):
                 return f"{name} is not a test, build, lint, read-only or package-install command"
-            return _project_args(argv[1:])  # the project's own script: ./tests/runtests.py, bin/test
+            return _project_program(first, argv[1:])  # the project's own script: ./tests/runtests.py, bin/test
     table = TABLES.programs.get(name)
     if table is None:
         return f"{name} is not a test, build, lint, read-only or package-install command"
@@ -200,18 +200,31 @@ def _python_main(words: list[str]) -> str | None:
         return _args(table, rest)
     if reason := outside(head):
         return f"runs a python file outside the project: {reason}"
-    return _project_args(words[1:])
+    return _project_program(head, words[1:])
+
+
+def _project_program(path: str, words: list[str]) -> str | None:
+    """The project's own program PATH, given WORDS: a file a table names (``manage.py``, ``setup.py``) by its
+    table; any other not one named for acting beyond the checkout."""
+    table = TABLES.files.get(path.rsplit("/", 1)[-1])
+    if table is not None:
+        return _args(table, words)
+    if reason := outward_path(path):
+        return reason
+    return _project_args(words)
 
 
 def _project_args(words: list[str]) -> str | None:
     """What the project's own program is given: its flags are its own, but no value outside the checkout,
-    no URL, no command line for it to run."""
+    no URL, no command line for it to run, no operand naming an act beyond the checkout (``./run.sh deploy``)."""
     for word in words:
         if word.startswith("-") and word not in ("-", "--"):
             name, _, value = word.partition("=")
             if not re.fullmatch(r"--?[\w][\w.:-]*", name):
                 return f"gives the program an option that is not a plain name ({word[:60]})"
             word = value
+        elif "/" not in word and (reason := outward_name(word)):
+            return reason
         if reason := project_value(word):
             return reason
     return None
@@ -251,7 +264,8 @@ def _args(table: Table, words: list[str]) -> str | None:
     if table.needs_operand and operands == 0 and not seen & table.standalone:
         return f"{table.label} without an operand"
     if table.needs_flag and not seen & table.needs_flag:
-        return f"{table.label} without {' or '.join(sorted(table.needs_flag))} runs what follows"
+        flags = " or ".join(sorted(table.needs_flag)[:4]) + (" ..." if len(table.needs_flag) > 4 else "")
+        return f"{table.label} without {flags} {table.why or 'runs what follows'}"
     return None
 
 

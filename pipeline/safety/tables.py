@@ -20,8 +20,8 @@ DATA_FILE = Path(__file__).with_name("ordinary.toml")
 
 _LISTS = ("flags", "first_unless", "builtins", "needs_flag", "standalone")
 _MAPS = ("options", "optional", "prefixed")
-_SCALARS = ("positional", "first", "max_positional", "after_dashdash", "numeric", "style", "project_args")
-_KNOWN = {*_LISTS, *_MAPS, *_SCALARS, "names", "modules", "example", "include", "use", "commands", "fallback",
+_SCALARS = ("positional", "first", "max_positional", "after_dashdash", "numeric", "style", "project_args", "why")
+_KNOWN = {*_LISTS, *_MAPS, *_SCALARS, "names", "modules", "files", "example", "include", "use", "commands", "fallback",
           "needs_command", "needs_operand", "runs", "python", "raw", "command", "properties"}
 
 
@@ -53,6 +53,7 @@ class Table:
     needs_operand: bool = False
     needs_flag: frozenset[str] = frozenset()
     standalone: frozenset[str] = frozenset()  # flags that make `needs_operand` moot (`node --version`)
+    why: str | None = None  # what the command does without one of `needs_flag`
     runs: frozenset[str] | None = None  # programs the rest of the line may be; frozenset({"any"}) for any
     python: bool = False
     project_args: bool = False
@@ -62,6 +63,7 @@ class Table:
     example: str | None = None
     names: tuple[str, ...] = ()
     modules: tuple[str, ...] = ()
+    files: tuple[str, ...] = ()  # project files that are this program: manage.py, setup.py
 
     def knows(self, option: str) -> bool:
         return option in self.flags or option in self.options or option in self.optional
@@ -72,6 +74,7 @@ class Tables:
     programs: dict[str, Table]
     modules: dict[str, Table]
     wrappers: dict[str, Table]
+    files: dict[str, Table]  # by file name: "manage.py" -> Django's table
     system_bins: tuple[str, ...]
     every: list[Table]  # every table built, subcommands included (for tests and the benchmark)
 
@@ -103,12 +106,15 @@ def load(path: Path = DATA_FILE) -> Tables:
         builder.table(f"shared.{key}", key)
     by_name: dict[str, Table] = {}
     modules: dict[str, Table] = {}
+    files: dict[str, Table] = {}
     for table in programs.values():
         for name in table.names:
             by_name[name] = table
         for module in table.modules:
             modules[module] = table
-    tables = Tables(by_name, modules, wrappers, tuple(data.get("system_bins", [])), list(builder.built.values()))
+        for file in table.files:
+            files[file] = table
+    tables = Tables(by_name, modules, wrappers, files, tuple(data.get("system_bins", [])), list(builder.built.values()))
     builder.check_refs(tables)
     return tables
 
@@ -174,7 +180,7 @@ class _Builder:
             _kind(kind, key, self.path)
         runs = raw.get("runs")
         table = Table(
-            label=label or name, key=key, flags=frozenset(raw.get("flags", [])), options=options,
+            label=label or (raw["files"][0] if raw.get("files") and not raw.get("names", [name]) else name), key=key, flags=frozenset(raw.get("flags", [])), options=options,
             optional=optional, prefixed=prefixed,
             properties=frozenset(raw["properties"]) if "properties" in raw else None,
             numeric=bool(raw.get("numeric")), positional=raw.get("positional"), first=raw.get("first"),
@@ -182,10 +188,12 @@ class _Builder:
             after_dashdash=raw.get("after_dashdash"), builtins=frozenset(raw.get("builtins", [])),
             needs_command=bool(raw.get("needs_command")), needs_operand=bool(raw.get("needs_operand")),
             needs_flag=frozenset(raw.get("needs_flag", [])), standalone=frozenset(raw.get("standalone", [])),
+            why=raw.get("why"),
             runs=None if runs is None else frozenset([runs] if isinstance(runs, str) else runs),
             python=bool(raw.get("python")), project_args=bool(raw.get("project_args")),
             style=raw.get("style", style), raw=bool(raw.get("raw")), command=raw.get("command"),
-            example=raw.get("example"), names=tuple(raw.get("names", [name])), modules=tuple(raw.get("modules", [])))
+            example=raw.get("example"), names=tuple(raw.get("names", [name])), modules=tuple(raw.get("modules", [])),
+            files=tuple(raw.get("files", [])))
         if table.style not in ("gnu", "single"):
             raise TableError(f"{where}: style {table.style!r} is neither 'gnu' nor 'single'")
         self.built[key] = table
