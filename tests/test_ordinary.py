@@ -38,6 +38,7 @@ SAMPLES = {
     "project-expression": "tests and not slow", "project-script": "scripts/build.js", "project-folder": "docs",
     "go-program": "./cmd/app", "test-label": "tests.test_x",
     "curl-header": "Accept: application/json", "curl-format": "%{http_code}", "search-glob": "*.py",
+    "output-path": "dist", "cd-folder": "docs",
 }
 
 
@@ -516,3 +517,30 @@ def test_no_credential_file_pattern_matches_a_source_file() -> None:
     for source in ("*.py", "*.pyi", "*.js", "*.ts", "*.tsx", "*.go", "*.rs", "*.rb", "*.java", "*.c", "*.h",
                    "*.md", "*.rst", "*.txt", "*.html", "*.css", "*.sh", "*.cfg", "*.ini", "*.lock"):
         assert not [f for f in FILES if could_match(source, f)], source
+
+
+#: 5. Writes a command makes (reports, build outputs) where agents, git hooks, editors or CI read instructions.
+INSTRUCTION_WRITES = [
+    "pytest --junitxml=CLAUDE.md", "pytest --junitxml=.claude/settings.json", "pytest --html=.vscode/settings.json",
+    # variants: other agents' files and folders, other programs' output options, any case
+    "pytest --junit-xml=AGENTS.md", "pytest --junitxml=docs/GEMINI.md", "pytest --junitxml=Claude.MD",
+    "pytest --junitxml=.github/workflows/ci.json", "pytest --junitxml=.cursor/rules/x.md",
+    "pytest --cov=src --cov-report=html:.github", "coverage xml -o .husky/pre-commit.xml",
+    "coverage html -d .claude", "go build -o .husky/pre-commit ./cmd", "go test -coverprofile=.mcp.json ./...",
+    "tsc --outDir .claude", "uv build -o .codex", "cargo build --target-dir .gemini",
+    "pytest --junitxml=conftest.py.xml/../conftest.py", "cd -", "cd - && ls",
+]
+
+
+@pytest.mark.parametrize("command", INSTRUCTION_WRITES)
+def test_a_write_where_agents_or_tools_read_instructions_is_not_ordinary(command: str) -> None:
+    assert why_not_ordinary(command), command
+
+
+@pytest.mark.parametrize("command", [
+    "pytest --junitxml=reports/junit.xml", "pytest --html=report.html", "coverage xml -o coverage.xml",
+    "coverage html -d htmlcov", "go build -o bin/app ./cmd", "tsc --outDir dist", "uv build -o dist",
+    "pytest --junitxml=docs/report.md", "cd docs", "cd src && ls",
+])
+def test_reports_and_build_outputs_in_ordinary_places_are_still_ordinary(command: str) -> None:
+    assert why_not_ordinary(command) == [], command

@@ -18,6 +18,7 @@ from collections.abc import Callable
 from pipeline.safety.credentials import could_match, credential_prefix, glob_secret, is_glob, secret_path
 from pipeline.safety.words import (
     CREDENTIAL_PATH,
+    instruction_place,
     is_build_output,
     is_local_url,
     looks_like_command,
@@ -128,8 +129,20 @@ def test_label(value: str) -> str | None:
     return None
 
 
+def output_path(value: str) -> str | None:
+    """A file or folder a program writes (``-o dist``, ``--outDir build``): inside the checkout, and nowhere an
+    agent, git, an editor or CI reads instructions from (``.claude/``, ``.husky/``, ``CLAUDE.md``, ``Makefile``)."""
+    return project_path(value) or instruction_place(value)
+
+
+def cd_folder(value: str) -> str | None:
+    """Where ``cd`` goes: a folder inside the checkout; not ``-`` (the folder before, wherever that was)."""
+    return "goes back to the folder before (cd -), which may be outside the project" if value == "-" \
+        else project_path(value)
+
+
 def report_file(value: str) -> str | None:
-    if reason := project_path(value):
+    if reason := output_path(value):
         return reason
     if value.startswith("<") or value.lower().endswith(_REPORT_SUFFIXES):
         return None
@@ -142,7 +155,7 @@ def cov_report(value: str) -> str | None:
         return f"{value} is not a coverage report kind"
     if where and kind.startswith("term"):
         return None if where == "skip-covered" else f"{value} is not a coverage report kind"
-    return project_path(where) if where else None
+    return output_path(where) if where else None
 
 
 _ACTIONS = {"error", "ignore", "always", "default", "module", "once", "all"}
@@ -422,6 +435,8 @@ KINDS: dict[str, Check] = {
     "module-or-path": module_or_path,
     "flag": _matches(r"(?i:0|1|2|3|true|false|yes|no|on|off|)", "0, 1, true or false"),
     "project-path": project_path,
+    "output-path": output_path,
+    "cd-folder": cd_folder,
     "project-paths": project_paths,
     "project-file": project_file,
     "script-operand": script_operand,

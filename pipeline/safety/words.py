@@ -276,6 +276,35 @@ def persistence_kind(path: str) -> str | None:
     return None
 
 
+#: Folders agents, editors, git hooks and CI read as configuration or instructions: a file a command writes
+#: there is read as what to do next (``.claude/settings.json``, ``.github/workflows/``, ``.husky/pre-commit``).
+AGENT_FOLDERS = frozenset({
+    ".git", ".github", ".gitlab", ".claude", ".codex", ".gemini", ".cursor", ".vscode", ".idea", ".husky",
+    ".devcontainer", ".continue", ".clinerules", ".roo", ".kilocode", ".goose", ".opencode", ".windsurf",
+    ".amazonq", ".aider", ".crush", ".zed", ".circleci", ".buildkite"})
+#: Files an agent or a tool reads as instructions or configuration wherever they are, without case.
+AGENT_FILES = frozenset({
+    "claude.md", "claude.local.md", "agents.md", "agent.md", "gemini.md", "crush.md", "opencode.md", "conventions.md",
+    "copilot-instructions.md", ".cursorrules", ".clinerules", ".windsurfrules", ".roorules", ".goosehints",
+    ".mcp.json", "mcp.json", ".aider.conf.yml", ".pre-commit-config.yaml", ".gitlab-ci.yml", ".gitattributes",
+    ".gitmodules", ".envrc", "conftest.py", "makefile", "gnumakefile", "package.json", "pyproject.toml",
+    "setup.py", "setup.cfg", "tox.ini", "noxfile.py", "justfile", "taskfile.yml", "cargo.toml", "build.rs"})
+
+
+def instruction_place(path: str) -> str | None:
+    """Why a file written at PATH is read later as instructions or configuration (by an agent, git, an editor,
+    CI, the project's own build), or None: any part of it one of ``AGENT_FOLDERS``, or its name one of
+    ``AGENT_FILES``."""
+    parts = [part.lower() for part in re.split(r"[/\\]", normal(path)) if part not in ("", ".")]
+    if not parts:
+        return None
+    if folder := next((part for part in parts if part in AGENT_FOLDERS), None):
+        return f"writes into {folder}/ ({path}), which agents or tools read as instructions"
+    if parts[-1] in AGENT_FILES:
+        return f"writes {parts[-1]} ({path}), which agents or tools read as instructions"
+    return None
+
+
 def package_config(path: str) -> bool:
     low = normal(path).lower()
     return low.endswith(("pip.conf", "pip.ini", ".npmrc", ".yarnrc", ".yarnrc.yml", ".condarc", "uv.toml",
