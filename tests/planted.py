@@ -27,6 +27,7 @@ B64 = ALNUM + "+/"
 URLSAFE = ALNUM + "-_"
 HEX = "0123456789abcdef"
 BECH32 = "QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L"
+DJANGO = "abcdefghijklmnopqrstuvwxyz0123456789!@#$%^&*(-_=+)"  # django.core.management.utils
 
 #: Every kind the issue names, as the placeholder spells it.
 KINDS = (
@@ -229,11 +230,62 @@ class Factory:
     def _password(self) -> str:
         return self._rand(8) + "#" + self._rand(5)
 
+    def _django_key(self, lead: str = "") -> str:
+        """A Django ``SECRET_KEY`` as ``get_random_secret_key()`` writes it (50 characters, punctuation in
+        them); ``lead``: its first character, then two letters or digits and a ``)``."""
+        head = lead + self._rand(2, string.ascii_lowercase + string.digits) + ")" if lead else ""
+        return head + self._rand(50 - len(head), DJANGO) + "!"
+
+    def _symbols_password(self) -> str:
+        """A generated password with the punctuation that once ended a value: ``)#%(!$&*^``."""
+        return self._rand(5) + "(" + self._rand(3) + ")!" + self._rand(4) + "$&" + self._rand(3) + "*^"
+
+    def survivors2(self) -> list[Secret]:
+        """Issue 23, second round: what a blind attacker found in the state DB and SKILL.md after the first."""
+        r, django, pw = self._rand, self._django_key, self._symbols_password
+        values = [
+            ("secret", django("7"), "DJANGO_SECRET_KEY={v}"),
+            ("secret", "django-insecure-" + django(), "SECRET_KEY = '{v}'"),
+            ("secret", r(32), "app.config['SECRET_KEY'] = '{v}'"),
+            ("api-key", r(32), 'settings["api_key"] = "{v}"'),
+            ("token", r(40), 'os.environ["X_TOKEN"] = "{v}"'),
+            ("password", pw(), "creds = {{'user': 'deploy', 'password': '{v}'}}"),
+            ("secret", django(), "secret_key: {v}"),
+            ("api-key", pw(), 'api_key = "{v}"'),
+        ]
+        return [Secret(kind, value, line.format(v=value)) for kind, value, line in values]
+
+    def variants2(self) -> list[Secret]:
+        """Issue 23, second round: the same classes beyond the attacker's list (written for the fix)."""
+        r, django, pw = self._rand, self._django_key, self._symbols_password
+        values = [
+            # a value opening with what once made it a reference, a flag or a comment
+            *(("secret", django(lead), "DJANGO_SECRET_KEY={v}") for lead in "$(%#-=&@"),
+            ("secret", r(6) + "%(" + r(4) + "%s!" + django(), "SECRET_KEY={v}"),  # `%(`, `%s`: not a template
+            ("password", pw(), 'DB_PASSWORD="{v}"'),
+            ("token", django(), "export API_TOKEN='{v}'"),
+            ("secret", r(40), "ENV['STRIPE_SECRET'] = '{v}'"),
+            ("api-key", r(32), "$_ENV['MAPBOX_API_KEY'] = '{v}';"),
+            ("api-key", r(32), 'config[:api_key] = "{v}"'),
+            ("token", r(40), 'process.env["SLACK_TOKEN"] = "{v}";'),
+            ("secret", django(), 'os.environ.setdefault("DJANGO_SECRET_KEY", "{v}")'),
+            ("token", r(40), 'monkeypatch.setenv("API_TOKEN", "{v}")'),
+            ("token", r(40), "localStorage.setItem('auth_token', '{v}');"),
+            ("password", pw(), "client = Client(username='deploy', password='{v}')"),
+            ("secret", django(), "  secret_key: {v}  # rotated yearly"),
+            ("password", pw(), 'password: "{v}"'),
+            ("secret", django(), "secret_key = {v}"),
+            ("password", pw(), "stringData:\n  DB_PASSWORD: {v}"),
+        ]
+        return [Secret(kind, value, line.format(v=value)) for kind, value, line in values]
+
 
 #: Placeholder kinds of :meth:`Factory.forms`.
 FORM_KINDS = ("password", "github-token", "base64-secret")
 #: Placeholder kinds of :meth:`Factory.survivors` and :meth:`Factory.variants`.
 ISSUE23_KINDS = tuple(sorted({s.kind for s in Factory(0).survivors() + Factory(0).variants()}))
+#: ... and of the second round's (:meth:`Factory.survivors2`, :meth:`Factory.variants2`).
+ROUND2_KINDS = tuple(sorted({s.kind for s in Factory(0).survivors2() + Factory(0).variants2()}))
 
 
 def block(secrets: list[Secret]) -> str:

@@ -19,7 +19,6 @@ from collections.abc import Iterator
 from pipeline.redact.heuristics import (
     classes,
     entropy,
-    is_code,
     is_hex,
     is_pathlike,
     is_placeholder,
@@ -35,15 +34,29 @@ from pipeline.redact.rules import ANCHORS, PRIORITY_ASSIGNMENT, PRIORITY_ENTROPY
 # Each keyword is searched for through an anchor (``pw`` for ``pwd``): other rules (prose
 # passwords) ask for the same anchors, and ``View.has`` searches each once.
 _KEYWORDS = tuple(
-    (anchor, re.compile(word + rb"[a-z0-9_.-]{0,40}(?:\\?[\"'])?(?:[ \t]*(?::=|=>|=|:)[ \t]*|[ \t]+)"))
+    (anchor, re.compile(word + rb"[a-z0-9_.-]{0,40}(?:(?:\\?[\"'])?(?:\]?[ \t]*(?::=|=>|=|:)[ \t]*|[ \t]+)"
+                                   rb"|\\?[\"'][ \t]*,[ \t]*)"))
     for anchor, word in ((b"pass", b"pass"), (b"pw", b"pwd"), (b"secret", b"secret"), (b"token", b"token"),
                          (b"key", b"key"), (b"cred", b"cred"), (b"auth", b"auth")))
 assert all(anchor in ANCHORS for anchor, _ in _KEYWORDS)
-# The value: quoted (also JSON-escaped quotes) or bare.
-_VALUE = re.compile(rb"(?P<q>\\?[\"'`])(?P<quoted>[^\"'`\\\n]{1,256})(?P=q)|(?P<bare>[^\s\"'`,;)\]}\\<>|&]{1,256})")
+# The value, taken whole: to its closing quote (the other quotes and any punctuation may be
+# inside; JSON-escaped quotes too), or a bare word to the next blank -- ``7p)abt3r_0k#i9-u)8%26``
+# is one value. A bare word also ends where the shell or a list would end it (``;|<>``, a quote,
+# a backslash: JSON's escapes); ``_bare_end`` then cuts what code or a URL put after it.
+_VALUE = re.compile(rb"\\\"(?P<jq>[^\"\\\n]{1,256})\\\"|\"(?P<dq>[^\"\\\n]{1,256})\"|'(?P<sq>[^'\\\n]{1,256})'"
+                    rb"|`(?P<bq>[^`\\\n]{1,256})`|(?P<bare>[^\s\"'`\\;|<>]{1,256})")
+_QUOTED = ("jq", "dq", "sq", "bq")
+#: ``name(`` at a value's start: a call (``os.getenv(``, ``get_secret()``), not a literal.
+_CALL = re.compile(r"[A-Za-z_$][\w$]*(?:(?:\.|::|->)[A-Za-z_$][\w$]*)*\(")
+#: A value that refers to another: ``$TOKEN``, ``$HOME/.key``, ``%API_KEY%``, ``@file.txt``, ``&token``.
+_REFERENCE = re.compile(r"\$[\w$.:/@{}-]*|%[A-Za-z_]\w*%|@[\w./:-]+|&[\w.]+|-[\w.-]*|\([\w.,]*\)")
+#: Before a call that stores a value under a name given first: ``setenv("API_TOKEN", "...")``,
+#: ``os.environ.setdefault(...)``, ``define('AUTH_KEY', ...)``, ``localStorage.setItem(...)``.
+_SETTER = re.compile(rb"(?:set|put|define|store|save|add)[A-Za-z_]*[ \t]*\([ \t]*\\?[\"']$", re.IGNORECASE)
 _NAME_REVERSED = re.compile(rb"[A-Za-z0-9_.-]{0,64}")
 _ENV_NAME = re.compile(r"[A-Z][A-Z0-9_]*")
 _CODE_CHARS = re.compile(r"[\[\]{}<>]")  # regexes, templates, markup: not a literal secret
+_DOTTED = re.compile(r"[A-Za-z_$][\w$]*(?:(?:\.|::|->)[A-Za-z_$][\w$]*)+[,;)\]}]*")  # settings.SECRET_KEY
 _GREP_LINE = re.compile(r"\d+[:-]")  # `auth.ts:10:export ...` is grep output
 
 _PASSWORD = frozenset({"password", "passwd", "pass", "pwd", "passphrase", "pw", "passcode", "sshpass"})
@@ -100,6 +113,8 @@ def _name_before(data: bytes, position: int, *, raw: bool = False) -> str:
     window = data[max(0, position - 72):position][::-1]
     match = _NAME_REVERSED.match(window, len(window) - len(window.lstrip(b" \t\"'\\")))
     name = match.group()[::-1].decode() if match else ""
+    if name[:1] in ("n", "t", "r") and window[match.end():match.end() + 1] == b"\\":  # type: ignore[union-attr]
+        name = name[1:]  # JSON-escaped text: `...\napi_key = ...` -- the line began after the escape
     return name if raw else name.lstrip(".-")
 
 
@@ -125,14 +140,22 @@ def _kind(words: list[str]) -> str | None:
     return None
 
 
-def _plausible(value: str, kind: str, *, bare: bool, env: bool) -> bool:
+def _plausible(value: str, kind: str, *, bare: bool, env: bool, spaced: bool) -> bool:
+    """Is ``value``, assigned to a secret's name, a literal secret? ``env``: a bare value of
+    ``NAME=value`` (shell, ``.env``); ``spaced``: blanks stood between the operator and the value."""
     if len(value) < (6 if kind == "password" else 8) or len(value) > 256:
         return False
     if kind == "aws-secret-key" and len(value) == 40 and classes(value) >= 2 and not is_placeholder(value):
         return True
-    if is_placeholder(value) or is_code(value) or is_pathlike(value) or is_wordlike(value):
+    if is_placeholder(value) or is_pathlike(value) or is_wordlike(value) or _is_code(value):
         return False
-    if value[:1] in "=#-" or " " in value or _CODE_CHARS.search(value) or _GREP_LINE.match(value):
+    if " " in value or _GREP_LINE.match(value):
+        return False
+    if value[0] == "#" and bare and spaced:
+        return False  # `token: # set in CI`: a comment
+    if value.startswith(("==", "=>", "=~")):
+        return False  # a comparison, not an assignment
+    if _CODE_CHARS.search(value):
         return False
     if value.isdigit() and len(value) < 16:
         return False
@@ -143,8 +166,57 @@ def _plausible(value: str, kind: str, *, bare: bool, env: bool) -> bool:
     return kind == "password" or classes(value) >= 2 and entropy(value) >= 2.5
 
 
+def _is_code(value: str) -> bool:
+    """A reference or a call, not a literal: ``settings.SECRET_KEY``, ``os.getenv(``, ``$TOKEN``, ``get()``.
+
+    Only what code looks like: ``7p)abt3r_0k#...`` has a ``)`` and is a literal all the same.
+    """
+    if _REFERENCE.fullmatch(value) or _DOTTED.fullmatch(value):
+        return True
+    if value.startswith(("$(", "${", "%(")):
+        return True
+    # the whole value is a call: ``get_password()``, ``os.getenv(`` (a quote ended the bare word)
+    return _CALL.match(value) is not None and value.endswith(("(", ")"))
+
+
+def _bare_end(data: bytes, name_start: int, start: int, end: int, *, env: bool) -> int:
+    """Where a bare value ends, once what code or a URL put after it is cut off.
+
+    In a URL's query (``?api_key=X&page=2``) the value ends at ``&`` or ``#``. Inside brackets
+    opened before the name on the same line, code's value ends at a ``,`` or the closing bracket
+    (``f(password=X, user=u)``, ``{token: X}``), a shell's only loses a last closing bracket
+    the value does not open (``(export TOKEN=X)``). Elsewhere -- ``NAME=value`` in a shell or
+    ``.env`` file, YAML's ``key: value`` -- the value goes on to the next blank, whatever
+    punctuation is in it (``7p)abt3r_0k#i9-u)8%26``).
+    """
+    if name_start and data[name_start - 1] in b"?&":
+        return min((i for i in (data.find(b"&", start, end), data.find(b"#", start, end)) if i >= 0), default=end)
+    line_start = max(data.rfind(b"\n", 0, name_start) + 1, name_start - 400, 0)
+    before = data[line_start:name_start]
+    opened = [c for c in b"([{" if before.count(c) > before.count(_CLOSER[c])]
+    if not opened:
+        return end - 1 if not env and data[end - 1] == 0x2C else end  # `password: X,` in a list
+    if env:
+        while end > start and data[end - 1] in (_CLOSER[c] for c in opened) and \
+                data.count(data[end - 1], start, end) > data.count(_OPENER[data[end - 1]], start, end):
+            end -= 1
+        return end
+    stops = [data.find(b",", start, end)] + [data.find(_CLOSER[c], start, end) for c in opened]
+    return min((i for i in stops if i > start), default=end)
+
+
+_CLOSER = {ord("("): ord(")"), ord("["): ord("]"), ord("{"): ord("}")}
+_OPENER = {closer: opener for opener, closer in _CLOSER.items()}
+
+
 class KeywordAssignmentRule:
-    """``*KEY*`` / ``*TOKEN*`` / ``*SECRET*`` / ``*PASSWORD*`` names and the literal assigned to them."""
+    """``*KEY*`` / ``*TOKEN*`` / ``*SECRET*`` / ``*PASSWORD*`` names and the literal assigned to them.
+
+    Assignments (``NAME=``, ``name = ``, ``name: ``, ``"name": ``, ``name := ``, ``name => ``),
+    subscripts (``app.config['SECRET_KEY'] = ``, ``os.environ["X_TOKEN"] = ``, ``config[:api_key] = ``),
+    a setter given the name first (``os.environ.setdefault("SECRET_KEY", "...")``) and flags
+    (``--password value``).
+    """
 
     @staticmethod
     def wanted(view: View) -> bool:
@@ -168,8 +240,13 @@ class KeywordAssignmentRule:
             start, stop = match.span()
             operator = match.group()
             prefix = _name_before(data, start, raw=True)
-            name = prefix.lstrip(".-") + text[start:stop].rstrip(" \t:=>\"'\\")
-            if b"=" not in operator and b":" not in operator and not prefix.startswith("-"):
+            name = prefix.lstrip(".-") + text[start:stop].rstrip(" \t:=>\"'\\],")
+            name_start = start - len(prefix)
+            setter = operator.rstrip(b" \t").endswith(b",")
+            if setter:
+                if not _SETTER.search(data, max(0, name_start - 40), name_start):
+                    continue  # `("token", "abc")`: a tuple, not a name given a value
+            elif b"=" not in operator and b":" not in operator and not prefix.startswith("-"):
                 continue  # `token is ...`: prose, not `--token value`
             kind = _kind(name_words(name.lstrip("-")))
             if kind is None:
@@ -177,12 +254,16 @@ class KeywordAssignmentRule:
             value = _VALUE.match(data, stop)
             if value is None:
                 continue
-            group = "bare" if value.group("bare") is not None else "quoted"
+            group = next((g for g in _QUOTED if value.group(g) is not None), "bare")
+            if setter and group == "bare":
+                continue
             begin, end = value.span(group)
-            secret = text[begin:end]
             bare = group == "bare"
-            env = bare and bool(_ENV_NAME.fullmatch(name)) and b"=" in operator
-            if _plausible(secret, kind, bare=bare, env=env):
+            env = bare and bool(_ENV_NAME.fullmatch(name)) and operator.endswith(b"=")
+            if bare:
+                end = _bare_end(data, name_start, begin, end, env=env)
+            secret = text[begin:end]
+            if _plausible(secret, kind, bare=bare, env=env, spaced=operator[-1:] in (b" ", b"\t")):
                 yield Candidate(begin, end, kind, PRIORITY_ASSIGNMENT)
 
 

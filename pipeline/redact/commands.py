@@ -6,7 +6,10 @@
   ``curl -u user:pass`` / ``--user`` / ``--proxy-user``;
 * ``echo 'x' | sudo -S ...``, ``printf '%s\\n' x | sudo -S ...``, ``sudo -S ... <<< x``;
 * ``.netrc`` entries: ``machine host login user password x``, on one line or several;
-* libpq connection strings: ``psql "host=db user=app password=x"``.
+* libpq connection strings: ``psql "host=db user=app password=x"``;
+* tools that store a secret given on their command line: ``gh secret set NAME --body x`` / ``-b x``,
+  ``kubectl create secret ... --from-literal=key=x``, ``security add-generic-password ... -w x``
+  (``aws configure set`` and npm's ``_authToken`` are the assignment rules').
 
 Where the syntax says "this is the password", the value is one whatever it looks like
 (``-proot`` is a password), so only references (``$PASS``, ``"$(cat pw)"``), placeholders
@@ -51,6 +54,12 @@ _FLAGS: list[tuple[bytes, re.Pattern[bytes]]] = [
     (b"login", _rx(rb"login\b" + _SEGMENT + rb"[\s\"'](?:-p|--password)(?:=|[ \t]+)" + _VALUE)),
     (b"mongo", _rx(rb"mongo(?:sh|dump|restore|export|import)?\b" + _SEGMENT +
                    rb"[\s\"'](?:-p|--password)(?:=|[ \t]+)" + _VALUE)),
+]
+#: (anchor, pattern): tools that store the secret they are given (kind ``secret``).
+_SETTERS: list[tuple[bytes, re.Pattern[bytes]]] = [
+    (b"secret", _rx(rb"secret" + _BLANKS + rb"set\b" + _SEGMENT + rb"[\s\"'](?:-b|--body)(?:=|[ \t]*)" + _VALUE)),
+    (b"from-literal", _rx(rb"--from-literal(?:=|[ \t]+)\\?['\"]?[\w.-]{1,80}=" + _VALUE)),
+    (b"-password", _rx(rb"add-(?:generic|internet)-password\b" + _SEGMENT + rb"[\s\"']-w[ \t]*" + _VALUE)),
 ]
 _LOGIN_TOOLS = re.compile(rb"(?:docker|podman|nerdctl|buildah|skopeo|oras|crane|finch|helm[ \t]+registry)"
                           rb"\b[^\n|;&]{0,60}$")
@@ -107,7 +116,7 @@ class CommandLineRule:
         # Every flag form has " -p" or "--password"; "pass" is searched for by the assignment rule
         # already, and most texts holding it say "passed": "password" is searched only in those.
         return not view.quiet and (view.has(b" -p") or view.has(b"curl") or view.has(b"sudo") or (
-            view.has(b"pass") and view.has(b"password")))
+            view.has(b"pass") and view.has(b"password")) or any(view.has(anchor) for anchor, _ in _SETTERS))
 
     def find(self, view: View) -> Iterator[Candidate]:
         data, text = view.data, view.text
@@ -119,6 +128,10 @@ class CommandLineRule:
                                                    _LOGIN_TOOLS.search(data, max(0, match.start() - 80), match.start())):
                         continue
                     yield from self._value(match, text)
+        for anchor, pattern in _SETTERS:
+            if view.has(anchor):
+                for match in pattern.finditer(data):
+                    yield from self._value(match, text, "secret")
         if view.has(b"curl"):
             for match in _CURL.finditer(data):
                 yield from self._value(match, text)
@@ -134,10 +147,10 @@ class CommandLineRule:
             yield from self._conninfo(data, text)
 
     @staticmethod
-    def _value(match: re.Match[bytes], text: str) -> Iterator[Candidate]:
+    def _value(match: re.Match[bytes], text: str, kind: str = KIND) -> Iterator[Candidate]:
         start, end = _value_span(match)
         if _literal(text[start:end]):
-            yield Candidate(start, end, KIND, PRIORITY)
+            yield Candidate(start, end, kind, PRIORITY)
 
     @staticmethod
     def _conninfo(data: bytes, text: str) -> Iterator[Candidate]:

@@ -61,7 +61,7 @@ class Redactor:
     """Detectors plus the user's extra patterns and allow-list."""
 
     def __init__(self, extra_patterns: dict[str, str] | None = None, allow: Iterable[str] = ()) -> None:
-        from pipeline.redact import assignments, commands, encoded, positions, prose, rules, vendored
+        from pipeline.redact import assignments, commands, encoded, markup, positions, prose, rules, vendored
 
         self.allow = frozenset(a for a in allow if a)
         tokens = rules.token_rules() + vendored.token_rules()  # ours first: they name a token they share
@@ -71,7 +71,7 @@ class Redactor:
                                    assignments.KeywordAssignmentRule(), assignments.EntropyAssignmentRule(),
                                    commands.CommandLineRule(), positions.PositionRule(), positions.ProseSecretRule(),
                                    positions.SignatureRule(), positions.CookieRule(), rules.KeyBodyRule(),
-                                   prose.ProsePasswordRule()]
+                                   prose.ProsePasswordRule(), markup.MarkupRule()]
         self.rules[:0] = [_config_rule(kind, pattern) for kind, pattern in (extra_patterns or {}).items()]
         # Decoded base64 is searched with every other rule (one level deep: no base64 in base64).
         plain = list(self.rules)

@@ -13,6 +13,12 @@ from collections import Counter
 _PLACEHOLDER = re.compile(
     r"\$\{|\{\{|\}\}|%\(|%s\b|<[^>]{0,40}>|x{4,}|X{4,}|\*{3,}|\.\.\.|\u2026|\[REDACTED|REDACTED|"
     r"(?i:your[_-]?|example|placeholder|changeme|dummy|sample|replace[_-]?me|insert[_-]?|put[_-]?your)")
+#: The same, for a value that looks generated with punctuation (a Django ``SECRET_KEY``, a WordPress salt):
+#: ``%(``, ``%s!``, ``<...>`` or a lone ``{{`` in such a value are where its random characters fell,
+#: so only whole template forms and placeholder words count.
+_GENERATED_PLACEHOLDER = re.compile(
+    r"\$\{[A-Za-z_]|\{\{.*\}\}|%\(\w+\)|<[A-Za-z][\w .-]{0,40}>|x{4,}|X{4,}|\*{3,}|\.\.\.|\u2026|REDACTED|"
+    r"(?i:your[_-]?|example|placeholder|changeme|dummy|sample|replace[_-]?me|insert[_-]?|put[_-]?your)")
 _WORDS = re.compile(r"[a-z]+(?:[-_.][a-z]+)*|[A-Z]+(?:[-_.][A-Z]+)*|[A-Z]?[a-z]+(?:[A-Z][a-z]+)+")
 _DOTTED = re.compile(r"[A-Za-z_$][\w$]*(?:(?:\.|::|->)[A-Za-z_$][\w$]*)+")
 _UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
@@ -40,7 +46,20 @@ def classes(text: str) -> int:
 
 def is_placeholder(value: str) -> bool:
     """``${TOKEN}``, ``<your-key>``, ``xxxx``, ``***``, ``...``, an earlier placeholder ..."""
-    return value.lower() in _NOT_VALUES or bool(_PLACEHOLDER.search(value))
+    if value.lower() in _NOT_VALUES:
+        return True
+    pattern = _GENERATED_PLACEHOLDER if looks_generated(value) else _PLACEHOLDER
+    return bool(pattern.search(value))
+
+
+def looks_generated(value: str) -> bool:
+    """Random text with punctuation in it, as secret generators write: letters, digits and at least
+    three symbols of two kinds or more, no blank, and a high entropy (``7p)abt3r_0k#i9-u)8%2609k(...``)."""
+    if len(value) < 16 or " " in value:
+        return False
+    symbols = [c for c in value if not c.isalnum()]
+    return (len(symbols) >= 3 and len(set(symbols)) >= 2 and any(c.isdigit() for c in value)
+            and any(c.isalpha() for c in value) and entropy(value) >= 3.8)
 
 
 def is_wordlike(value: str) -> bool:

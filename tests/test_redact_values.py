@@ -1,0 +1,131 @@
+"""Issue 23, second round: what a blind attacker still found in the state DB and SKILL.md -- each as a class.
+
+``Factory.survivors2()`` holds the attacker's values, ``Factory.variants2()`` the same classes
+written further for the fix; each is caught whole and named in every context, text close to them
+stays as it is, and the redacted lines still read.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from pipeline.redact import Redactor
+from tests.planted import ROUND2_KINDS, Factory, Secret
+from tests.test_redact_forms import CONTEXTS
+
+
+@pytest.fixture(scope="module")
+def redactor() -> Redactor:
+    return Redactor()
+
+
+def _left(secret: Secret, text: str) -> list[str]:
+    return [f for f in secret.fragments() if f in text or json.dumps(f)[1:-1] in text]
+
+
+@pytest.mark.parametrize("group", ["survivors2", "variants2"])
+@pytest.mark.parametrize("context", sorted(CONTEXTS))
+def test_every_second_round_value_is_redacted_whole_and_named_in_every_context(redactor: Redactor, group: str,
+                                                                                 context: str) -> None:
+    wrap = CONTEXTS[context]
+    failures = []
+    for seed in range(6):
+        for secret in getattr(Factory(seed), group)():
+            redacted, counts = redactor.redact(wrap(secret.line))
+            if _left(secret, redacted) or secret.kind not in counts:
+                failures.append(f"{secret.kind}: {secret.line[:70]!r} -> {redacted[:140]!r} {counts}")
+    assert not failures, "\n".join(failures)
+
+
+def test_every_second_round_kind_is_planted() -> None:
+    assert {s.kind for s in Factory(1).survivors2() + Factory(1).variants2()} == set(ROUND2_KINDS)
+
+
+def test_second_round_values_read_well_once_redacted(redactor: Redactor) -> None:
+    redacted = {redactor.redact(s.line)[0] for s in Factory(9).survivors2() + Factory(9).variants2()}
+    for line in ["DJANGO_SECRET_KEY=[REDACTED:secret]", "SECRET_KEY = '[REDACTED:secret]'",
+                 "app.config['SECRET_KEY'] = '[REDACTED:secret]'", 'settings["api_key"] = "[REDACTED:api-key]"',
+                 'os.environ["X_TOKEN"] = "[REDACTED:token]"',
+                 "creds = {'user': 'deploy', 'password': '[REDACTED:password]'}",
+                 'os.environ.setdefault("DJANGO_SECRET_KEY", "[REDACTED:secret]")',
+                 "  secret_key: [REDACTED:secret]  # rotated yearly"]:
+        assert line in redacted, line
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("curl 'https://api.internal/v1/x?api_key=Zk3m)N1pL0vR7tY2wX5q8&page=2'",
+     "curl 'https://api.internal/v1/x?api_key=[REDACTED:api-key]&page=2'"),
+    ("client = Client(token=tok2024!abc$defgh, retries=3)", "client = Client(token=[REDACTED:token], retries=3)"),
+    ("{token: tok2024!abc$defgh}", "{token: [REDACTED:token]}"),
+    ("(export API_TOKEN=Zk3m)N1pL0vR7tY2wX5q8)", "(export API_TOKEN=[REDACTED:token])"),
+    ("API_TOKEN=Zk3m)N1pL0vR7tY2wX5q8) make", "API_TOKEN=[REDACTED:token] make"),
+])
+def test_a_bare_value_ends_where_its_url_call_or_brackets_end_it(redactor: Redactor, text: str, expected: str) -> None:
+    assert redactor.redact(text)[0] == expected
+
+
+#: Close to a second-round form, but no secret: each must come out unchanged.
+ORDINARY = [
+    "app.config['SECRET_KEY'] = os.environ['SECRET_KEY']", 'settings["api_key"] = get_api_key()',
+    'os.environ["X_TOKEN"] = token', 'SECRET_KEY = os.getenv("DJANGO_SECRET_KEY", "")',
+    "password = get_password(user),", "api_key: ${{ secrets.API_KEY }}", "DJANGO_SECRET_KEY=$(openssl rand -base64 32)",
+    "export API_TOKEN=$API_TOKEN_PROD", "SECRET_KEY=%DJANGO_SECRET%", 'os.environ.setdefault("SECRET_KEY", "dev")',
+    'os.environ.setdefault("DJANGO_SETTINGS_MODULE", "mysite.settings")', 'pairs = [("token", "refresh_token_v2")]',
+    "if settings['api_key'] == 'test1234':", "token: # filled in by CI", "token: -1", "api_key=-- see below",
+    "password=self.password)", "secret_key = settings.SECRET_KEY,", "auth_token = request.headers.get(",
+    "- Google OAuth: `ya29.[alphanumeric-_]{100,}`", "SECRET_KEY = env('SECRET_KEY')",
+]
+
+
+def test_ordinary_text_close_to_a_second_round_form_is_left_alone(redactor: Redactor) -> None:
+    for line in ORDINARY:
+        assert redactor.find(line) == [], line
+        assert redactor.find(json.dumps({"c": line})) == [], line
+
+
+#: Markup that says "this is the password" (Maven settings.xml, Java properties as XML, .NET appSettings, Android
+#: resources, plists), and tools that store the secret given on their command line -- both as attacker's forms
+#: and variants.
+STORED = [
+    ("<password>S3cr3tPa55w0rd!</password>", "password"),
+    ("<server><id>x</id><username>u</username><password>hunter2hunter2</password></server>", "password"),
+    ("<ns2:apiKey>Zk3mN1pL0vR7tY2wX5q8</ns2:apiKey>", "api-key"),
+    ("<passphrase><![CDATA[correct horse battery]]></passphrase>", "password"),
+    ('<entry key="db.password">Zk3m)N1pL0v</entry>', "password"),
+    ('<add key="ClearTextPassword" value="Zk3mN1pL0vR7"/>', "password"),
+    ('<property name="db.password" value="hunter2hunter2"/>', "password"),
+    ("<key>API_TOKEN</key>\n<string>Zk3mN1pL0vR7tY2wX5q8</string>", "token"),
+    ('{"xml": "<settings>\\n  <password>hunter2hunter2</password>\\n</settings>"}', "password"),
+    ("gh secret set API_KEY --body Zk3mN1pL0vR7tY2wX5q8ab", "secret"),
+    ('gh secret set API_KEY -b"Zk3mN1pL0vR7tY2wX5q8ab" --repo a/b', "secret"),
+    ("gh secret set DEPLOY_KEY --env prod --body=hunter2hunter2", "secret"),
+    ("kubectl create secret generic db --from-literal=password=S3cr3tPa55w0rd! -n x", "secret"),
+    ("kubectl create secret generic api --from-literal api_key=Zk3mN1pL0vR7tY2wX5q8", "secret"),
+    ("aws configure set aws_secret_access_key Zk3mN1pL0vR7tY2wX5q8ab/cd+ef", "aws-secret-key"),
+    ("aws configure set default.aws_session_token Zk3mN1pL0vR7tY2wX5q8abcdef", "token"),
+    ("security add-generic-password -a me -s svc -w hunter2hunter2", "secret"),
+    ("npm config set //registry.npmjs.org/:_authToken Zk3mN1pL0vR7tY2wX5q8abcdefg", "token"),
+]
+
+
+@pytest.mark.parametrize("text, kind", STORED)
+def test_a_secret_markup_or_a_tool_is_told_to_store_is_redacted(redactor: Redactor, text: str, kind: str) -> None:
+    redacted, counts = redactor.redact(text)
+    assert kind in counts, (text, redacted, counts)
+    for word in ("S3cr3tPa55w0rd", "hunter2hunter2", "Zk3m", "correct horse"):
+        assert word not in redacted, (text, redacted)
+
+
+@pytest.mark.parametrize("text", [
+    "<password>${env.PW}</password>", "<password>***</password>", "<passwordPolicy>strict</passwordPolicy>",
+    "<token-count>12</token-count>", "<key>name</key><string>MyApp</string>", "<password><![CDATA[]]></password>",
+    "<credentials><password>{token}</password></credentials>", "gh secret set API_KEY < key.txt",
+    'gh secret set X --body "$VALUE"', "gh secret list", "kubectl get secret db -o yaml",
+    "kubectl create secret generic db --from-file=password=./pw.txt", "aws configure set region eu-west-1",
+    "aws configure get aws_secret_access_key", "my secret set of tests -b 3", "security find-generic-password -s svc",
+    "npm config get //registry.npmjs.org/:_authToken",
+])
+def test_markup_and_tool_lines_without_a_secret_are_left_alone(redactor: Redactor, text: str) -> None:
+    assert redactor.find(text) == [], text
