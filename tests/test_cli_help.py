@@ -54,7 +54,8 @@ def fast(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]
 
 
 def form(text: str) -> str:
-    """An error's form: the command, its usage, parameter names, ranges and values left out."""
+    """An error's form: the command, its usage, parameter names, ranges, choices and values left out."""
+    text = re.sub(r"is not one of '[^']*'(, '[^']*')*\.", "is not one of CHOICES.", text)  # hook wires fewer agents
     text = re.sub(r"^Usage: skillmill \S+ .*$", "Usage: skillmill CMD [OPTIONS] ...", text, flags=re.M)
     text = re.sub(r"'skillmill \S+ --help'", "'skillmill CMD --help'", text)
     text = re.sub(r"'[-A-Z][-a-zA-Z]*'( / '-\w')?", "'PARAM'", text)

@@ -32,19 +32,28 @@ from pathlib import Path
 from typing import Any
 
 from pipeline import confined, private, settings
+from pipeline.agents import wiring
 from pipeline.errors import UsageError, no_space, not_writable
 from pipeline.library.store import SKILL_FILE, Library, atomic_write
 from pipeline.recall.text import lean, repo_matches
 
 MARKER = ".skillmill-export"
 MAX_MARKER = 1 << 20
-FOLDERS = {"claude-code": ".claude/skills", "codex": ".agents/skills", "gemini": ".gemini/skills"}
+#: Each agent's skills folder in a project (``--project``), and in the home folder where that differs
+#: (``USER_FOLDERS``); where each agent looks, with its docs, is in :mod:`pipeline.agents.wiring`.
+FOLDERS = {a.name: a.skills_project for a in wiring.agents().values() if a.skills_project}
+USER_FOLDERS = {a.name: a.skills_user for a in wiring.agents().values() if a.skills_user}
 
 
 def skills_dir(agent: str, project: Path | None) -> Path:
+    if agent not in USER_FOLDERS:
+        raise UsageError(f"unknown agent {agent!r}", hint=f"use one of: {', '.join(USER_FOLDERS)}")
+    if project is None:
+        return Path.home() / USER_FOLDERS[agent]
     if agent not in FOLDERS:
-        raise UsageError(f"unknown agent {agent!r}", hint=f"use one of: {', '.join(FOLDERS)}")
-    return (project.expanduser().absolute() if project else Path.home()) / FOLDERS[agent]
+        raise UsageError(f"{wiring.get(agent).title} reads skills from the home folder only, not from a project",
+                         hint=f"export user-wide (without --project): {Path.home() / USER_FOLDERS[agent]}")
+    return project.expanduser().absolute() / FOLDERS[agent]
 
 
 def _sha(data: bytes) -> str:
@@ -218,7 +227,7 @@ def remembered() -> list[dict[str, str | None]]:
         data = json.loads(registry_path().read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return []
-    return [e for e in data if isinstance(e, dict) and e.get("agent") in FOLDERS] if isinstance(data, list) else []
+    return [e for e in data if isinstance(e, dict) and e.get("agent") in USER_FOLDERS] if isinstance(data, list) else []
 
 
 def _remember(agent: str, project: Path | None, library: Path, repo: str | None) -> None:

@@ -12,6 +12,12 @@ Where each agent reads them (user-wide, or with ``--project DIR``):
 | codex       | ~/.codex/hooks.json, DIR/.codex/hooks.json         | ~/.codex/config.toml, DIR/.codex/config.toml |
 | gemini      | ~/.gemini/settings.json, DIR/.gemini/settings.json (hooks and mcpServers) |  |
 
+The other agents that load Agent Skills (OpenCode, Cursor, Copilot CLI, VS Code, Qwen Code, Kimi CLI,
+Goose, Amp) get the MCP server in the file and under the key their docs name (the table and its sources
+are in :mod:`pipeline.agents.wiring`); where an agent has no hook ``skillmill hook`` can answer, the plan
+says so in its notes rather than guess, and where a file cannot be edited safely (JSON with comments,
+YAML that would not parse back the same) the plan gives the snippet to add by hand.
+
 A project's files are committed and run on teammates' machines, so ``--project`` writes the bare
 command ``skillmill`` (found on each machine's PATH: ``pipx install``, ``uv tool install`` or
 ``pip install --user``) and none of the installer's own paths or ``SKILLMILL_*`` variables. The
@@ -23,14 +29,17 @@ from __future__ import annotations
 import copy
 import json
 import os
+import re
 import shlex
 import shutil
 import tomllib
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from pipeline import confined, settings, spawn
+from pipeline.agents import wiring
 from pipeline.errors import UsageError
 
 SERVER = "skillmill"
@@ -145,9 +154,17 @@ class Plan:
 
 
 # -- JSON settings ------------------------------------------------------------------------------
+#: Files an earlier plan of the same ``setup`` already changes, with their text after that change: the next
+#: agent's plan edits that text, so two agents sharing a file (``.mcp.json``) make one change, not two.
+PENDING: ContextVar[dict[Path, str] | None] = ContextVar("skillmill_install_pending", default=None)
+
+
 def _read_existing(root: Path, file: Path) -> str | None:
     """The settings file's text, None when there is none; refused when it cannot be read as one (a FIFO,
     a device, a huge file, a link out of ``root``): skillmill will not replace what it could not read."""
+    pending = PENDING.get()
+    if pending is not None and file in pending:
+        return pending[file]
     real = confined.resolve(root, file)
     if not os.path.lexists(real):
         return None
@@ -267,7 +284,7 @@ def plan(agent: str, project: Path | None = None) -> Plan:
     scope = f"project {base}" if project else "user-wide"
     portable = project is not None  # a project's files are committed: they run on teammates' machines
     if agent not in HOOK_EVENTS:
-        raise UsageError(f"unknown agent {agent!r}", hint="use claude-code, codex or gemini")
+        return _mcp_plan(wiring.get(agent), base, scope, portable)
     events = HOOK_EVENTS[agent]
     hooks_what = f"hook `{SERVER} hook {agent}` on {' and '.join(events)}"
     changes: list[Change] = []
@@ -288,3 +305,157 @@ def plan(agent: str, project: Path | None = None) -> Plan:
 
         changes.append(_json_change(base, base / ".gemini" / "settings.json", f"{hooks_what}; MCP server `{SERVER}`", edit))
     return Plan(agent, scope, changes, notes=path_notes() if portable else [])
+
+
+# -- the other agents: the MCP server only (pipeline.agents.wiring) -----------------------------
+def server_entry(shape: str, portable: bool = False) -> dict[str, Any]:
+    """One stdio entry for the skillmill MCP server, in the shape an agent's file takes."""
+    exe = [*executable(portable), "mcp"]
+    env = _env(portable)
+    if shape == "opencode":
+        entry: dict[str, Any] = {"type": "local", "command": exe, "enabled": True}
+        return {**entry, "environment": env} if env else entry
+    entry = {"command": exe[0], "args": exe[1:]}
+    if shape in ("claude", "vscode"):
+        entry = {"type": "stdio", **entry}
+    elif shape == "copilot":
+        entry = {"type": "local", **entry}
+    if env:
+        entry["env"] = env
+    if shape == "copilot":
+        entry["tools"] = ["*"]
+    return entry
+
+
+def _snippet(mcp: wiring.McpFile, portable: bool) -> str:
+    if mcp.fmt == "yaml":
+        return "extensions:\n" + _goose_block("  ", portable)
+    return json.dumps({mcp.key: {SERVER: server_entry(mcp.shape, portable)}}, indent=2)
+
+
+def _by_hand(file: Path, why: str, mcp: wiring.McpFile, portable: bool) -> str:
+    return f"{file}: {why}; add by hand:\n{_snippet(mcp, portable)}"
+
+
+def _mcp_plan(agent: wiring.Agent, base: Path, scope: str, portable: bool) -> Plan:
+    notes = [*agent.notes, *(agent.project_notes if portable else ())]
+    mcp = agent.mcp_project if portable else agent.mcp_user
+    changes: list[Change] = []
+    if mcp is not None:
+        file = base / mcp.path
+        what = f"MCP server `{SERVER}` ({mcp.key})"
+        if mcp.fmt == "yaml":
+            change, note = _yaml_change(base, file, mcp, portable)
+        else:
+            change, note = _json_server_change(base, file, what, mcp, portable)
+        changes += [change] if change else []
+        notes += [note] if note else []
+    if portable:
+        notes += path_notes()
+    return Plan(agent.name, scope, changes, notes)
+
+
+def _json_server_change(root: Path, file: Path, what: str, mcp: wiring.McpFile,
+                        portable: bool) -> tuple[Change | None, str | None]:
+    commented = file.with_suffix(".jsonc")
+    if mcp.shape == "opencode" and not os.path.lexists(file) and os.path.lexists(commented):
+        return None, _by_hand(commented, "OpenCode reads this JSONC file, which skillmill does not rewrite", mcp,
+                              portable)
+    try:
+        before, data = _read_json(root, file)
+    except UsageError as exc:
+        if "not valid JSON" not in exc.message:
+            raise
+        return None, _by_hand(file, "not plain JSON (comments?), so skillmill does not rewrite it", mcp, portable)
+    original = copy.deepcopy(data)
+    servers = data.get(mcp.key)
+    if servers is not None and not isinstance(servers, dict):
+        return None, _by_hand(file, f"{mcp.key!r} is not an object", mcp, portable)
+    data.setdefault(mcp.key, {})[SERVER] = server_entry(mcp.shape, portable)
+    after = before if before is not None and data == original else _dump_json(data)
+    return Change(file, what, before, after, root), None  # type: ignore[arg-type]
+
+
+# -- YAML (Goose) -------------------------------------------------------------------------------
+GOOSE_TIMEOUT_S = 300  # Goose's own default for an extension
+
+
+def _goose_entry(portable: bool) -> dict[str, Any]:
+    exe = executable(portable)
+    return {"enabled": True, "type": "stdio", "name": SERVER, "cmd": exe[0], "args": [*exe[1:], "mcp"],
+            "envs": _env(portable), "timeout": GOOSE_TIMEOUT_S,
+            "description": "Skills from this team's library (skillmill)"}
+
+
+def _goose_block(indent: str, portable: bool) -> str:
+    """Our extension as YAML lines at ``indent`` (scalars as JSON strings, which YAML reads the same)."""
+    inner = indent + "  "
+    lines = [f"{indent}{SERVER}:"]
+    for key, value in _goose_entry(portable).items():
+        lines.append(f"{inner}{key}: {json.dumps(value, ensure_ascii=False)}")
+    return "\n".join(lines) + "\n"
+
+
+_TOP_KEY = re.compile(r"^[^\s#-][^:]*:")
+_EXTENSIONS = re.compile(r"^extensions:[ \t]*(#.*)?$")
+
+
+def _with_goose(text: str, portable: bool) -> str | None:
+    """``text`` with our extension added or replaced under ``extensions:`` (a block mapping), everything else
+    as it was; None when the file has a shape this textual edit does not handle (a flow mapping, a list)."""
+    lines = text.splitlines(keepends=True)
+    if lines and not lines[-1].endswith("\n"):
+        lines[-1] += "\n"
+    start = next((i for i, line in enumerate(lines) if _EXTENSIONS.match(line.rstrip("\r\n"))), None)
+    if start is None:
+        if any(line.startswith("extensions:") for line in lines):
+            return None  # extensions: {} or another value on the same line
+        body = "".join(lines).rstrip("\n")
+        return (body + "\n" if body else "") + "extensions:\n" + _goose_block("  ", portable)
+    end = next((i for i in range(start + 1, len(lines)) if _TOP_KEY.match(lines[i])), len(lines))
+    block = lines[start + 1:end]
+    children = [line for line in block if line.strip() and not line.lstrip().startswith("#")]
+    indent = children[0][:len(children[0]) - len(children[0].lstrip(" "))] if children else "  "
+    if not indent or (children and children[0][len(indent):].startswith("-")):
+        return None  # a list of extensions, or something else than a block mapping
+    head = re.compile(rf"{re.escape(indent)}['\"]?{SERVER}['\"]?:[ \t]*(#.*)?$")
+    ours = next((i for i, line in enumerate(block) if head.match(line.rstrip("\r\n"))), None)
+    if ours is not None:
+        stop = next((i for i in range(ours + 1, len(block)) if block[i].strip()
+                     and len(block[i]) - len(block[i].lstrip(" ")) <= len(indent)), len(block))
+        block[ours:stop] = [_goose_block(indent, portable)]
+    else:
+        # after the last extension's last line: blank lines and comments at the margin stay before the next key
+        last = max((i + 1 for i, line in enumerate(block) if line.strip() and line[0] == " "), default=0)
+        block[last:last] = [_goose_block(indent, portable)]
+    return "".join(lines[:start + 1] + block + lines[end:])
+
+
+def _yaml_change(root: Path, file: Path, mcp: wiring.McpFile, portable: bool) -> tuple[Change | None, str | None]:
+    import yaml
+
+    what = f"MCP server `{SERVER}` (extensions, stdio)"
+    before = _read_existing(root, file)
+    try:
+        original = yaml.safe_load(before) if before else {}
+    except yaml.YAMLError as exc:
+        raise UsageError(f"{file} is not valid YAML ({exc}); skillmill will not rewrite it",
+                         hint="fix the file, then run `skillmill setup` again") from exc
+    if not isinstance(original or {}, dict):
+        return None, _by_hand(file, "not a YAML mapping", mcp, portable)
+    original = original or {}
+    wanted = copy.deepcopy(original)
+    if wanted.get("extensions") is not None and not isinstance(wanted["extensions"], dict):
+        return None, _by_hand(file, "its extensions are not a mapping", mcp, portable)
+    wanted.setdefault("extensions", {})
+    wanted["extensions"] = {**(wanted["extensions"] or {}), SERVER: _goose_entry(portable)}
+    if before is not None and original == wanted:
+        return Change(file, what, before, before, root), None
+    after = _with_goose(before or "", portable)
+    try:
+        parsed = yaml.safe_load(after) if after is not None else None
+    except yaml.YAMLError:
+        parsed = None
+    if parsed != wanted:  # never write a file the agent would read differently from what we meant
+        return None, _by_hand(file, "skillmill could not edit this YAML safely", mcp, portable)
+    return Change(file, what, before, after, root), None  # type: ignore[arg-type]

@@ -5,10 +5,9 @@ from __future__ import annotations
 import click
 
 from pipeline.agents import cli as hook_cli
+from pipeline.agents.wiring import NAMES as AGENTS
 from pipeline.cli._output import emit_json
 from pipeline.cli.fast import click_command
-
-AGENTS = ("claude-code", "codex", "gemini")
 
 
 @click.command("mcp")
@@ -27,6 +26,8 @@ def mcp_command() -> None:
 def install_command(agent: str, project: str | None, dry_run: bool, as_json: bool) -> None:
     """Register skillmill with an agent: the task-start hook and the MCP server.
 
+    Claude Code, Codex and Gemini CLI get both; the other agents get the MCP server (the plan's
+    notes say why there is no hook, and what to add by hand where a file is not safe to edit).
     Shows the plan first (each file and what changes in it), then applies it. Only skillmill's
     own entries are added or updated; every other setting in those files is kept as it is.
     """
@@ -62,8 +63,10 @@ def export_command(agent: str, project: str | None, library: str | None, repo: s
                    dry_run: bool, as_json: bool) -> None:
     """Write the approved skills into the agent's native skills folder.
 
-    .claude/skills (Claude Code), .agents/skills (Codex), .gemini/skills (Gemini CLI), in
-    --project or in your home folder. A project gets the skills for its own repository (from its
+    .claude/skills (Claude Code), .agents/skills (Codex), .gemini/skills (Gemini CLI),
+    .opencode/skills, .cursor/skills, .github/skills (Copilot, VS Code), .qwen/skills,
+    .goose/skills, .agents/skills (Amp) in --project; in your home folder, each agent's own
+    (~/.config/opencode/skills, ~/.copilot/skills, ~/.kimi/skills, ~/.config/goose/skills ...). A project gets the skills for its own repository (from its
     git remote) and those for any repository, not other repositories' manuals. Exported folders
     carry a .skillmill-export marker: a later export updates or removes them, and never touches a
     skill folder without it. Each export is remembered, and every review decision re-runs it.

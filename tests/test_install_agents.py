@@ -1,0 +1,197 @@
+"""``install`` and ``export`` for the agents beyond Claude Code, Codex and Gemini CLI.
+
+Each agent's file, key and entry shape are the ones its docs name (``pipeline.agents.wiring``);
+the tests run in a temporary HOME and never touch the real one.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+from click.testing import CliRunner
+
+from pipeline.agents import export, install, wiring
+from pipeline.cli import main
+
+
+def cli(*args: str) -> tuple[int, str]:
+    result = CliRunner().invoke(main, list(args), catch_exceptions=False)
+    return result.exit_code, result.output
+
+
+@pytest.fixture
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    folder = tmp_path / "fakehome"
+    folder.mkdir()
+    monkeypatch.setenv("HOME", str(folder))
+    monkeypatch.setenv("PATH", str(tmp_path / "nobin"))  # no `skillmill` found: the `python -m pipeline` fallback
+    return folder
+
+
+def command_of(entry: dict) -> list[str]:
+    return entry["command"] if isinstance(entry["command"], list) else [entry["command"], *entry["args"]]
+
+
+#: agent -> (user file under HOME, key, fields the entry must carry beyond its command)
+USER_FILES = {
+    "opencode": (".config/opencode/opencode.json", "mcp", {"type": "local", "enabled": True}),
+    "cursor": (".cursor/mcp.json", "mcpServers", {}),
+    "copilot": (".copilot/mcp-config.json", "mcpServers", {"type": "local", "tools": ["*"]}),
+    "vscode": (".config/Code/User/mcp.json", "servers", {"type": "stdio"}),
+    "qwen": (".qwen/settings.json", "mcpServers", {}),
+    "kimi": (".kimi/mcp.json", "mcpServers", {}),
+    "amp": (".config/amp/settings.json", "amp.mcpServers", {}),
+}
+
+
+@pytest.mark.parametrize("agent", sorted(USER_FILES))
+def test_install_writes_the_server_where_the_agents_docs_say_and_keeps_the_rest(home: Path, agent: str) -> None:
+    rel, key, fields = USER_FILES[agent]
+    file = home / rel
+    file.parent.mkdir(parents=True, exist_ok=True)
+    file.write_text(json.dumps({"theme": "dark", key: {"other": {"command": "other-server"}}}, indent=4))
+    code, out = cli("install", "--agent", agent)
+    assert code == 0 and "no hook" in out, out  # the plan says why this agent gets no hook
+    data = json.loads(file.read_text())
+    assert data["theme"] == "dark" and data[key]["other"] == {"command": "other-server"}
+    entry = data[key]["skillmill"]
+    assert command_of(entry)[-3:] == ["-m", "pipeline", "mcp"]
+    assert {k: entry[k] for k in fields} == fields
+    assert entry.get("environment" if agent == "opencode" else "env") == {"SKILLMILL_HOME": str(home.parent / "home")}
+    written = file.read_text()
+    code, out = cli("install", "--agent", agent)
+    assert code == 0 and "Already installed" in out and file.read_text() == written
+    assert (file.with_name(file.name + ".skillmill-backup")).is_file()
+
+
+def test_a_project_gets_the_bare_command_and_claude_code_and_copilot_share_one_entry(home: Path, tmp_path: Path) -> None:
+    project = tmp_path / "proj"
+    for agent in ("copilot", "claude-code", "copilot"):  # either order: neither undoes the other's entry
+        assert cli("install", "--agent", agent, "--project", str(project))[0] == 0
+    text = (project / ".mcp.json").read_text()
+    assert json.loads(text)["mcpServers"]["skillmill"] == {"type": "stdio", "command": "skillmill", "args": ["mcp"]}
+    assert cli("install", "--agent", "claude-code", "--project", str(project))[1].count("unchanged") == 2
+    for agent, rel, key in (("opencode", "opencode.json", "mcp"), ("cursor", ".cursor/mcp.json", "mcpServers"),
+                            ("vscode", ".vscode/mcp.json", "servers"), ("qwen", ".qwen/settings.json", "mcpServers"),
+                            ("amp", ".amp/settings.json", "amp.mcpServers")):
+        assert cli("install", "--agent", agent, "--project", str(project))[0] == 0
+        entry = json.loads((project / rel).read_text())[key]["skillmill"]
+        assert command_of(entry) == ["skillmill", "mcp"] and "env" not in entry and "environment" not in entry
+    for agent in ("kimi", "goose"):  # these read MCP servers from the home folder only
+        code, out = cli("install", "--agent", agent, "--project", str(project), "--json")
+        plan = json.loads(out)
+        assert code == 0 and plan["changes"] == [] and any("home folder only" in n or "user config only" in n
+                                                           for n in plan["notes"])
+    assert not any(home.iterdir()), "--project never touches the home folder"
+
+
+def test_a_json_file_with_comments_is_left_alone_with_the_snippet_to_add(home: Path) -> None:
+    file = home / ".config/Code/User/mcp.json"
+    file.parent.mkdir(parents=True)
+    mine = '{\n  // my servers\n  "servers": {}\n}\n'
+    file.write_text(mine)
+    code, out = cli("install", "--agent", "vscode")
+    assert code == 0 and "add by hand" in out and '"servers"' in out and file.read_text() == mine
+    jsonc = home / ".config/opencode/opencode.jsonc"
+    jsonc.parent.mkdir(parents=True)
+    jsonc.write_text('{ /* mine */ }\n')
+    plan = json.loads(cli("install", "--agent", "opencode", "--json")[1])
+    assert plan["changes"] == [] and any("opencode.jsonc" in n and '"type": "local"' in n for n in plan["notes"])
+    assert not (home / ".config/opencode/opencode.json").exists()
+
+
+GOOSE = """\
+# goose settings
+GOOSE_PROVIDER: anthropic
+extensions:
+  developer:
+    bundled: true
+    enabled: true
+    name: developer
+    timeout: 300
+    type: builtin
+
+  github:   # the team's
+    args:
+    - -y
+    - '@modelcontextprotocol/server-github'
+    cmd: npx
+    enabled: false
+    envs: {}
+    name: github
+    type: stdio
+# the model
+GOOSE_MODEL: claude-sonnet-4
+"""
+
+
+def test_goose_gets_an_extension_in_its_yaml_edited_as_text(home: Path) -> None:
+    config = home / ".config/goose/config.yaml"
+    config.parent.mkdir(parents=True)
+    config.write_text(GOOSE)
+    assert cli("install", "--agent", "goose")[0] == 0
+    text = config.read_text()
+    data, before = yaml.safe_load(text), yaml.safe_load(GOOSE)
+    ours = data["extensions"].pop("skillmill")
+    assert data == before, "every other setting reads back the same"
+    assert ours["type"] == "stdio" and ours["enabled"] is True and ours["args"][-1] == "mcp" and ours["timeout"] == 300
+    assert text.startswith(GOOSE[:GOOSE.index("# the model")]), "the user's lines, comments and order kept"
+    assert text.endswith("# the model\nGOOSE_MODEL: claude-sonnet-4\n")
+    assert "Already installed" in cli("install", "--agent", "goose")[1] and config.read_text() == text
+    # An outdated entry of ours (another executable) is replaced in place, not added twice.
+    config.write_text(text.replace(ours["cmd"], "/old/skillmill"))
+    assert cli("install", "--agent", "goose")[0] == 0 and config.read_text() == text
+
+
+@pytest.mark.parametrize("content", ["extensions: {}\n", "extensions:\n- name: old\n", "extensions:\n  a: 1\n"
+                                     "  skillmill: {cmd: x}\n  b: 2\n"])
+def test_goose_yaml_that_a_textual_edit_cannot_keep_is_left_alone(home: Path, content: str) -> None:
+    config = home / ".config/goose/config.yaml"
+    config.parent.mkdir(parents=True)
+    config.write_text(content)
+    code, out = cli("install", "--agent", "goose")
+    if content.startswith("extensions:\n  a"):  # a flow mapping as one extension's value: replaced as a block
+        assert code == 0 and yaml.safe_load(config.read_text())["extensions"]["b"] == 2
+        return
+    assert code == 0 and "add by hand" in out and "extensions:\n  skillmill:" in out and config.read_text() == content
+
+
+def test_goose_broken_yaml_is_refused_and_kept(home: Path) -> None:
+    config = home / ".config/goose/config.yaml"
+    config.parent.mkdir(parents=True)
+    config.write_text("extensions: [unclosed\n")
+    code, out = cli("install", "--agent", "goose")
+    assert code == 2 and config.read_text() == "extensions: [unclosed\n"
+
+
+def test_export_fills_each_agents_own_skills_folder(home: Path, tmp_path: Path) -> None:
+    from pipeline.library import Library
+    from tests.test_skill_file import sample_skills
+
+    library = Library(tmp_path / "lib")
+    skill = sample_skills()[0].model_copy(update={"status": "approved", "repo": None})
+    library.save(skill)
+    expected_user = {"opencode": ".config/opencode/skills", "cursor": ".cursor/skills", "copilot": ".copilot/skills",
+                     "vscode": ".copilot/skills", "qwen": ".qwen/skills", "kimi": ".kimi/skills",
+                     "goose": ".config/goose/skills", "amp": ".config/amp/skills"}
+    expected_project = {"opencode": ".opencode/skills", "cursor": ".cursor/skills", "copilot": ".github/skills",
+                        "vscode": ".github/skills", "qwen": ".qwen/skills", "goose": ".goose/skills",
+                        "amp": ".agents/skills"}
+    for agent, rel in expected_user.items():
+        report = json.loads(cli("export", "--agent", agent, "--library", str(library.root), "--json")[1])
+        assert report["target"] == str(home / rel) and (home / rel / skill.name / "SKILL.md").is_file()
+    project = tmp_path / "proj"
+    for agent, rel in expected_project.items():
+        report = export.export(agent, project, library.root, repo=None)
+        assert report.target == str(project / rel) and (project / rel / skill.name / export.MARKER).is_file()
+    code, out = cli("export", "--agent", "kimi", "--project", str(project), "--library", str(library.root))
+    assert code == 2 and "home folder only" in out
+
+
+def test_every_agent_in_the_table_is_known_to_install_and_export() -> None:
+    for name, agent in wiring.agents().items():
+        assert name in export.USER_FOLDERS
+        assert (name in install.HOOK_EVENTS) != bool(agent.notes), "an agent without our hook says why"
