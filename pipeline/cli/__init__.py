@@ -23,7 +23,7 @@ class SkillmillGroup(_help.Group):
         "Run": ("run", "scan", "ingest", "redact", "formats", "sources"),
         "Review": ("review", "show", "feedback"),
         "Recall": ("recall", "index", "eval"),
-        "Agents": ("install", "hook", "handoff", "mcp", "export", "recall-server"),
+        "Agents": ("setup", "install", "hook", "handoff", "mcp", "export", "recall-server"),
         "Operate": ("runs", "schedule", "config"),
     }
 

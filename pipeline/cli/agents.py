@@ -1,4 +1,4 @@
-"""Agent-facing commands: ``mcp``, ``hook``, ``install``, ``export``."""
+"""Agent-facing commands: ``mcp``, ``hook``, ``install``, ``export``, ``setup``."""
 
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ def install_command(agent: str, project: str | None, dry_run: bool, as_json: boo
 
     Claude Code, Codex and Gemini CLI get both; the other agents get the MCP server (the plan's
     notes say why there is no hook, and what to add by hand where a file is not safe to edit).
-    Shows the plan first (each file and what changes in it), then applies it. Only skillmill's
+    `skillmill setup` does this for every agent found on the machine. Shows the plan first (each file and what changes in it), then applies it. Only skillmill's
     own entries are added or updated; every other setting in those files is kept as it is.
     """
     from pathlib import Path
@@ -90,6 +90,53 @@ def export_command(agent: str, project: str | None, library: str | None, repo: s
     click.echo(report.describe())
 
 
+@click.command("setup")
+@click.option("--project", type=click.Path(file_okay=False), help="Set up this project, not user-wide.")
+@click.option("--yes", is_flag=True, help="Apply the plan without asking.")
+@click.option("--dry-run", is_flag=True, help="Show the plan and change nothing.")
+@click.option("--json", "as_json", is_flag=True, help="Print the plan as JSON (per agent, as install --json).")
+def setup_command(project: str | None, yes: bool, dry_run: bool, as_json: bool) -> None:
+    """Connect every agent found on this machine: one plan, applied once you agree.
+
+    Finds the agents in use here (their folders in your home folder, or their executables on
+    PATH), shows every file and the change in each, then applies it after a y/N question (or
+    at once with --yes). Without a terminal and without --yes it only shows the plan. Running
+    it again changes nothing.
+    """
+    from pathlib import Path
+
+    from pipeline.agents import setup
+
+    plan = setup.plan(Path(project) if project else None)
+    if as_json:  # a program reads this: never a question; applied only with --yes
+        applied = yes and not dry_run
+        contract = plan.contract(applied=applied)  # each file as planned, unchanged ones included (as install)
+        if applied:
+            plan.apply()
+        emit_json(contract)
+        return
+    click.echo(plan.describe())
+    if not plan.changed:
+        return
+    if dry_run:
+        click.echo("Dry run: nothing was changed.")
+        return
+    ask = not yes and _interactive()
+    if yes or (ask and click.confirm("Apply this plan?", default=False)):
+        plan.apply()
+        click.echo("Done.")
+        return
+    click.echo("Not applied." if ask else "Not applied: run `skillmill setup --yes` (or answer y in a terminal) "
+               "to apply it.")
+
+
+def _interactive() -> bool:
+    """True when a person can answer the y/N question (stdin and stdout are terminals)."""
+    import sys
+
+    return sys.stdin.isatty() and sys.stdout.isatty()
+
+
 @click.command("recall-server")
 @click.option("--idle", type=click.FloatRange(min=1), metavar="SECONDS",
               help="Exit after this long without a question.  [default: never]")
@@ -115,4 +162,4 @@ def recall_server_command(idle: float | None) -> None:
 
 
 hook_command = click_command("hook", hook_cli.parser, hook_cli.main)
-COMMANDS = (mcp_command, hook_command, install_command, export_command, recall_server_command)
+COMMANDS = (mcp_command, hook_command, install_command, export_command, setup_command, recall_server_command)
