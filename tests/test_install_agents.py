@@ -85,6 +85,7 @@ def test_a_project_gets_the_bare_command_and_claude_code_and_copilot_share_one_e
         plan = json.loads(out)
         assert code == 0 and plan["changes"] == [] and any("home folder only" in n or "user config only" in n
                                                            for n in plan["notes"])
+    assert "Nothing to write here" in cli("install", "--agent", "goose", "--project", str(project))[1]
     assert not any(home.iterdir()), "--project never touches the home folder"
 
 
@@ -101,6 +102,11 @@ def test_a_json_file_with_comments_is_left_alone_with_the_snippet_to_add(home: P
     plan = json.loads(cli("install", "--agent", "opencode", "--json")[1])
     assert plan["changes"] == [] and any("opencode.jsonc" in n and '"type": "local"' in n for n in plan["notes"])
     assert not (home / ".config/opencode/opencode.json").exists()
+    amp = home / ".config/amp/settings.jsonc"  # Amp reads settings.json or settings.jsonc
+    amp.parent.mkdir(parents=True)
+    amp.write_text('{"amp.showCosts": false, // mine\n}\n')
+    plan = json.loads(cli("install", "--agent", "amp", "--json")[1])
+    assert plan["changes"] == [] and any("settings.jsonc" in n and '"amp.mcpServers"' in n for n in plan["notes"])
 
 
 GOOSE = """\
@@ -176,9 +182,9 @@ def test_export_fills_each_agents_own_skills_folder(home: Path, tmp_path: Path) 
     library.save(skill)
     expected_user = {"opencode": ".config/opencode/skills", "cursor": ".cursor/skills", "copilot": ".copilot/skills",
                      "vscode": ".copilot/skills", "qwen": ".qwen/skills", "kimi": ".kimi/skills",
-                     "goose": ".config/goose/skills", "amp": ".config/amp/skills"}
+                     "goose": ".agents/skills", "amp": ".config/agents/skills"}
     expected_project = {"opencode": ".opencode/skills", "cursor": ".cursor/skills", "copilot": ".github/skills",
-                        "vscode": ".github/skills", "qwen": ".qwen/skills", "goose": ".goose/skills",
+                        "vscode": ".github/skills", "qwen": ".qwen/skills", "goose": ".agents/skills",
                         "amp": ".agents/skills"}
     for agent, rel in expected_user.items():
         report = json.loads(cli("export", "--agent", agent, "--library", str(library.root), "--json")[1])

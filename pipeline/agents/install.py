@@ -357,9 +357,9 @@ def _mcp_plan(agent: wiring.Agent, base: Path, scope: str, portable: bool) -> Pl
 
 def _json_server_change(root: Path, file: Path, what: str, mcp: wiring.McpFile,
                         portable: bool) -> tuple[Change | None, str | None]:
-    commented = file.with_suffix(".jsonc")
-    if mcp.shape == "opencode" and not os.path.lexists(file) and os.path.lexists(commented):
-        return None, _by_hand(commented, "OpenCode reads this JSONC file, which skillmill does not rewrite", mcp,
+    commented = file.with_suffix(".jsonc")  # OpenCode and Amp read settings.jsonc / opencode.jsonc instead
+    if not os.path.lexists(file) and os.path.lexists(commented):
+        return None, _by_hand(commented, "the agent reads this JSONC file, which skillmill does not rewrite", mcp,
                               portable)
     try:
         before, data = _read_json(root, file)

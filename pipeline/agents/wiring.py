@@ -16,9 +16,9 @@ macOS share them unless the row says otherwise. Every row is from the agent's ow
 | copilot | ~/.copilot/skills / .github/skills [7] | not wired [8] | ~/.copilot/mcp-config.json (type local, tools) / .mcp.json, ``mcpServers`` [9] |
 | vscode | ~/.copilot/skills / .github/skills [7] | not wired [8] | user profile mcp.json [10] / .vscode/mcp.json, ``servers`` (type stdio) [11] |
 | qwen | ~/.qwen/skills / .qwen/skills [12] | not wired [13] | ~/.qwen/settings.json / .qwen/settings.json, ``mcpServers`` [14] |
-| kimi | ~/.kimi/skills / none documented [15] | none documented | ~/.kimi/mcp.json, ``mcpServers``; no project file [16] |
-| goose | ~/.config/goose/skills / .goose/skills [17] | not wired [18] | ~/.config/goose/config.yaml, ``extensions`` (type stdio, cmd, args) [19] |
-| amp | ~/.config/amp/skills / .agents/skills [20] | none documented [21] | ~/.config/amp/settings.json / .amp/settings.json, ``amp.mcpServers`` [22] |
+| kimi | ~/.kimi/skills / none documented [15] | not wired [23] | ~/.kimi/mcp.json, ``mcpServers``; no project file [16] |
+| goose | ~/.agents/skills / .agents/skills [17] | not wired [18] | ~/.config/goose/config.yaml, ``extensions`` (type stdio, cmd, args) [19] |
+| amp | ~/.config/agents/skills / .agents/skills [20] | none documented [21] | ~/.config/amp/settings.json / .amp/settings.json, ``amp.mcpServers`` [22] |
 
 Sources (the agents' docs and source, as stored in 2026-12):
 
@@ -34,8 +34,9 @@ Sources (the agents' docs and source, as stored in 2026-12):
 6. cursor.com/docs/mcp: ``{"mcpServers": {NAME: {"command", "args", "env"}}}``; Windows ``%USERPROFILE%\\.cursor``.
 7. docs.github.com, "Adding agent skills for GitHub Copilot CLI": project ``.github/skills`` (or .claude/skills,
    .agents/skills), personal ``~/.copilot/skills``; the same skills serve agent mode in VS Code.
-8. Copilot's session-start and prompt hooks are observation only (docs.github.com Copilot SDK "Session hooks"):
-   their output adds nothing to the context, so no hook is wired.
+8. docs.github.com "Hooks configuration" (Copilot CLI, ``.github/hooks/*.json``): the session-start hook's
+   "Output: Ignored (no return value processed)", and the Copilot SDK lists session start and prompt submitted
+   as observation only: a hook cannot add skills to the context, so none is wired.
 9. docs.github.com "Adding MCP servers for GitHub Copilot CLI" and code.visualstudio.com "MCP configuration
    reference": ``~/.copilot/mcp-config.json`` (``$COPILOT_HOME``), ``{"mcpServers": {NAME: {"type": "local",
    "command", "args", "env", "tools": ["*"]}}}``; the project's portable file is ``.mcp.json`` at the root, the
@@ -49,25 +50,32 @@ Sources (the agents' docs and source, as stored in 2026-12):
 13. Qwen Code's hooks (``hooks`` in settings.json) take Claude Code's shape, but ``skillmill hook`` does not know
     Qwen Code's sessions yet (its end events spool a transcript for capture), so none is wired.
 14. qwen-code-docs "Connect Qwen Code to tools via MCP": ``mcpServers`` in ``~/.qwen/settings.json`` (user) or
-    ``.qwen/settings.json`` (project), ``{"command", "args", "env"}``.
-15. moonshotai.github.io/kimi-cli "Agent Skills": ``~/.kimi/skills`` (and ~/.claude/skills); no project folder in
-    the Kimi CLI docs, so ``export --agent kimi --project`` is refused.
+    ``.qwen/settings.json`` (project), ``{"command", "args", "env"}``. (Qwen Code 1.x writes new project servers
+    to ``.mcp.json`` and still reads ``.qwen/settings.json``, the file both versions read.)
+15. MoonshotAI/kimi-cli ``docs/en/customization/skills.md``: ``~/.kimi/skills`` (and ~/.claude/skills); it names no
+    project folder, so ``export --agent kimi --project`` is refused.
 16. moonshotai.github.io/kimi-cli "Model Context Protocol": ``~/.kimi/mcp.json``, ``{"mcpServers": {NAME:
     {"command", "args", "env"}}}``; project servers only through ``--mcp-config-file``.
-17. block.github.io/goose "Using Skills": ``~/.config/goose/skills/`` (also ~/.config/agents/skills, ~/.claude/skills)
-    and in the project ``.goose/skills`` (also .agents/skills, .claude/skills).
+17. block/goose ``documentation/docs/guides/context-engineering/using-skills.md``: ``~/.agents/skills/`` (global) and
+    ``.agents/skills/`` (project) are the recommended folders; .goose/skills, .claude/skills and the platform config
+    folder are still read for compatibility.
 18. Goose hooks come inside plugins (``hooks/hooks.json``), with Goose's own events; not wired.
 19. block.github.io/goose "Configuration Files": ``~/.config/goose/config.yaml`` (Windows
     ``%APPDATA%\\Block\\goose\\config\\config.yaml``); an extension is ``extensions: NAME: {enabled, type: stdio,
     name, cmd, args, envs, timeout}`` (``ExtensionEntry`` in block/goose flattens the config). Goose reads no
     project config file. The YAML is edited as text and parsed again before it is written; a file that would not
     parse back to the same settings plus ours is left alone (the plan says what to add by hand).
-20. ampcode.com manual, Agent Skills: ``.agents/skills`` in the workspace, ``~/.config/amp/skills`` (and
-    ~/.config/agents/skills) for the user.
+20. Amp's own manual is not in the stored copies; syllago.dev's Amp provider page and decodeclaude.com's reading
+    of Amp agree on ``.agents/skills`` in the workspace and ``~/.config/agents/skills`` for the user (Amp also
+    reads ~/.config/amp/skills and .claude/skills).
 21. Amp documents no command hooks.
-22. ampcode.com manual: ``amp.mcpServers`` in ``~/.config/amp/settings.json`` (Windows
-    ``%USERPROFILE%\\.config\\amp\\settings.json``) or the workspace's ``.amp/settings.json``, whose servers each
-    person approves once (``amp mcp approve NAME``).
+22. ``amp.mcpServers`` in ``~/.config/amp/settings.json`` (Windows ``%USERPROFILE%\\.config\\amp\\settings.json``) or
+    the workspace's ``.amp/settings.json``, whose servers each person approves once (``amp mcp approve NAME``):
+    developersdigest.tech's Amp config reference (from 8 official pages) and the setup guides of several MCP
+    servers (anchorbrowser, fetch-url-mcp) agree.
+23. MoonshotAI/kimi-cli ``docs/en/customization/hooks.md``: hooks (beta) are ``[[hooks]]`` tables in
+    ``~/.kimi/config.toml`` (SessionStart, UserPromptSubmit ... answering ``hookSpecificOutput.additionalContext``),
+    but ``skillmill hook`` does not read Kimi CLI's sessions yet, so none is wired.
 """
 
 from __future__ import annotations
@@ -158,15 +166,16 @@ def agents() -> dict[str, Agent]:
                                         "Qwen Code's sessions yet", title="Qwen Code"),)),
         Agent("kimi", "Kimi CLI", ".kimi/skills", None, McpFile(".kimi/mcp.json"), None, homes=(".kimi",),
               executables=("kimi",),
-              notes=(NO_HOOK.format(why="Kimi CLI documents no command hooks", title="Kimi CLI"),),
+              notes=(NO_HOOK.format(why="Kimi CLI's hooks (beta, in config.toml) answer in Claude Code's shape, but "
+                                        "`skillmill hook` does not read Kimi CLI's sessions yet", title="Kimi CLI"),),
               project_notes=("Kimi CLI reads MCP servers and skills from the home folder only: nothing is written in a "
                      "project (use user-wide setup, or `kimi --mcp-config-file`).",)),
-        Agent("goose", "Goose", ".config/goose/skills", ".goose/skills",
+        Agent("goose", "Goose", ".agents/skills", ".agents/skills",
               McpFile(_goose_config(), "extensions", "goose", "yaml"), None, homes=(".config/goose",),
               executables=("goose",),
               notes=(NO_HOOK.format(why="Goose hooks come inside plugins, with Goose's own events", title="Goose"),),
               project_notes=("Goose reads extensions from its user config only: nothing is written in a project.",)),
-        Agent("amp", "Amp", ".config/amp/skills", ".agents/skills", McpFile(".config/amp/settings.json",
+        Agent("amp", "Amp", ".config/agents/skills", ".agents/skills", McpFile(".config/amp/settings.json",
               "amp.mcpServers"), McpFile(".amp/settings.json", "amp.mcpServers"), homes=(".config/amp",),
               executables=("amp",),
               notes=(NO_HOOK.format(why="Amp documents no command hooks", title="Amp"),)),

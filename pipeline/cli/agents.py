@@ -44,9 +44,11 @@ def install_command(agent: str, project: str | None, dry_run: bool, as_json: boo
         if not as_json:
             click.echo("Dry run: nothing was changed.")
         return
+    planned = bool(plan.changes)
     plan.apply()
     if not as_json:
-        click.echo("Done." if plan.changes else "Already installed: nothing to change.")
+        click.echo("Done." if plan.changes else "Already installed: nothing to change." if planned
+                   else "Nothing to write here for this agent (see the notes).")
 
 
 @click.command("export")
