@@ -373,7 +373,7 @@ def _json_server_change(root: Path, file: Path, what: str, mcp: wiring.McpFile,
         return None, _by_hand(file, f"{mcp.key!r} is not an object", mcp, portable)
     data.setdefault(mcp.key, {})[SERVER] = server_entry(mcp.shape, portable)
     after = before if before is not None and data == original else _dump_json(data)
-    return Change(file, what, before, after, root), None  # type: ignore[arg-type]
+    return Change(file, what, before, after, root), None
 
 
 # -- YAML (Goose) -------------------------------------------------------------------------------
@@ -456,6 +456,6 @@ def _yaml_change(root: Path, file: Path, mcp: wiring.McpFile, portable: bool) ->
         parsed = yaml.safe_load(after) if after is not None else None
     except yaml.YAMLError:
         parsed = None
-    if parsed != wanted:  # never write a file the agent would read differently from what we meant
+    if after is None or parsed != wanted:  # never write a file the agent would read differently from what we meant
         return None, _by_hand(file, "skillmill could not edit this YAML safely", mcp, portable)
-    return Change(file, what, before, after, root), None  # type: ignore[arg-type]
+    return Change(file, what, before, after, root), None

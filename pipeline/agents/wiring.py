@@ -86,6 +86,8 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from pipeline.errors import UsageError
+
 
 @dataclass(frozen=True)
 class McpFile:
@@ -187,8 +189,6 @@ NAMES = tuple(agents())
 
 
 def get(name: str) -> Agent:
-    from pipeline.errors import UsageError
-
     found = agents().get(name)
     if found is None:
         raise UsageError(f"unknown agent {name!r}", hint=f"use one of: {', '.join(NAMES)}")
