@@ -3,7 +3,9 @@
 One reader for every place that asks (the hook at each prompt, ``scan``, staleness, ``export``, the
 distiller's repository of a session), and every read bounded through :mod:`pipeline.confined`:
 ``.git/config -> /dev/zero``, a FIFO or a 2 GB file costs nothing, and no link leads out of the checkout.
-No git process is run (a checkout's own config could make git run its code: ``core.fsmonitor``).
+No git process is run on the checkout's own git folder (its config could make git run its code: a
+``filter`` driver, ``core.fsmonitor``, an include, a worktree config); ``status`` runs git on a git folder of
+its own that links the checkout's objects, refs and index beside a config skillmill wrote.
 
 Standard library only (and ``pipeline.confined``): the hook calls it at every prompt.
 """
@@ -113,3 +115,91 @@ def repo_of(folder: str | Path | None) -> str | None:
     if root is None:
         return None
     return remote(root) or root.name
+
+
+# -- git status, with none of the checkout's configuration ------------------------------------------
+#: What of a checkout's ``.git`` folder ``git status`` reads and none of which names a program to run.
+#: Its config (filters, fsmonitor, includes, hooksPath, worktree configs), hooks and a linked
+#: worktree's ``commondir`` are not among them: git is run on a git folder of our own that links
+#: these and holds a config we wrote.
+_GIT_ENTRIES = ("objects", "refs", "packed-refs", "index", "shallow", "info")
+#: What HEAD may hold: a branch it names, or a commit (git refuses a HEAD that is a link out of its folder,
+#: so it is copied, not linked).
+_HEAD = re.compile(r"(?:ref: refs/[\w./-]{1,200}|[0-9a-f]{40}|[0-9a-f]{64})\n?")
+_FORMATS = {"sha1", "sha256"}
+_EXTENSION = re.compile(r"^\s*\[\s*extensions\s*\]\s*$", re.I)
+_OBJECT_FORMAT = re.compile(r"^\s*objectformat\s*=\s*(\w+)\s*$", re.I)
+
+
+def status(root: Path, files: list[str], timeout: float = 1.0) -> dict[str, str] | None:
+    """``file -> "uncommitted" | "committed"`` for files of the checkout at ``root``, or None when it cannot be
+    told safely: ``.git`` not a plain folder (a link, a worktree's ``gitdir:`` file, a ``commondir``),
+    repository extensions other than the object format, git absent, slow or failing.
+
+    git runs with a git folder made for the call: links to the entries of ``_GIT_ENTRIES`` and a config
+    of two lines, no system, global or checkout configuration, no optional locks, ``HOME`` an empty
+    folder, no ``GIT_*`` of the caller's. A ``.gitattributes`` naming a filter or a diff driver then
+    names one git does not have, so nothing of the checkout's runs (tests/test_handoff.py plants each
+    way a config could run a program)."""
+    import shutil
+    import subprocess
+    import tempfile
+
+    git = root / ".git"
+    try:
+        if not files or not git.is_dir() or git.is_symlink() or os.path.lexists(git / "commondir"):
+            return None
+    except OSError:
+        return None
+    object_format = _object_format(config_text(root) or "")
+    executable = shutil.which("git")
+    if object_format is None or executable is None:
+        return None
+    head = confined.read_text(root, ".git/HEAD", 512)
+    if head is None or not _HEAD.fullmatch(head):
+        return None
+    with tempfile.TemporaryDirectory(prefix="skillmill-git-") as scratch:
+        own = Path(scratch) / "git"
+        own.mkdir()
+        (own / "HEAD").write_text(head)
+        for entry in _GIT_ENTRIES:
+            if os.path.lexists(git / entry):
+                os.symlink(git / entry, own / entry)
+        for entry in os.listdir(git):
+            if entry.startswith("sharedindex."):  # a split index's shared part
+                os.symlink(git / entry, own / entry)
+        version = 1 if object_format != "sha1" else 0
+        extensions = f"[extensions]\n\tobjectformat = {object_format}\n" if version else ""
+        (own / "config").write_text(f"[core]\n\trepositoryformatversion = {version}\n\tbare = false\n{extensions}")
+        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": scratch, "XDG_CONFIG_HOME": scratch,
+               "LANG": "C", "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": os.devnull, "GIT_ATTR_NOSYSTEM": "1",
+               "GIT_OPTIONAL_LOCKS": "0", "GIT_TERMINAL_PROMPT": "0", "GIT_NO_REPLACE_OBJECTS": "1"}
+        argv = [executable, f"--git-dir={own}", f"--work-tree={root}", "-c", "core.fsmonitor=false",
+                "-c", "core.untrackedCache=false", "-c", f"core.hooksPath={os.devnull}", "-c", "core.quotePath=false",
+                "status", "--porcelain=v1", "-z", "--untracked-files=all", "--no-renames", "--", *files[:50]]
+        try:
+            done = subprocess.run(argv, cwd=root, env=env, capture_output=True, timeout=timeout,
+                                  stdin=subprocess.DEVNULL)
+        except (OSError, subprocess.SubprocessError):
+            return None
+    if done.returncode != 0:
+        return None
+    dirty = {entry[3:] for entry in done.stdout.decode("utf-8", "replace").split("\0") if len(entry) > 3}
+    return {f: ("uncommitted" if f in dirty else "committed") for f in files}
+
+
+def _object_format(config: str) -> str | None:
+    """The repository's object format from its config (``sha1`` when it names none), None for one we do not know.
+    Any other extension (partial clone, reftable, worktree config ...) makes the git folder one we do not copy."""
+    in_extensions, found = False, "sha1"
+    for line in config.splitlines():
+        line = line.lstrip("\ufeff")
+        if line.strip().startswith("["):
+            in_extensions = bool(_EXTENSION.match(line))
+            continue
+        if in_extensions and line.strip() and not line.strip().startswith(("#", ";")):
+            match = _OBJECT_FORMAT.match(line)
+            if match is None or match.group(1).lower() not in _FORMATS:
+                return None
+            found = match.group(1).lower()
+    return found

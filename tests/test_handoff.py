@@ -132,11 +132,63 @@ def test_git_status_says_which_changed_files_are_still_uncommitted(tmp_path: Pat
     assert store.git_status(str(repo), ["a.py", "b.py"]) == {"a.py": "committed", "b.py": "uncommitted"}
     text = store.render({**brief(1, "s"), "files": ["a.py", "b.py"], "checkout": str(repo)})
     assert "still uncommitted: `b.py`" in text and "committed since: `a.py`" in text
-    # a checkout whose config could make git run a program of its own: git is not asked
+    # a checkout whose config makes git run a program of its own: git is asked, but with none of that config
     with (repo / ".git" / "config").open("a") as handle:
         handle.write('[filter "x"]\n\tclean = touch ' + str(tmp_path / "RAN") + "\n")
     (repo / ".gitattributes").write_text("*.py filter=x\n")
-    assert store.git_status(str(repo), ["a.py", "b.py"]) is None and not (tmp_path / "RAN").exists()
+    (repo / "a.py").write_text("x = 2\n")
+    assert store.git_status(str(repo), ["a.py", "b.py"]) == {"a.py": "uncommitted", "b.py": "uncommitted"}
+    assert not (tmp_path / "RAN").exists()
+
+
+def _repo_with_a_planted_program(tmp_path: Path, way: str) -> tuple[Path, Path]:
+    """A checkout whose git configuration, in one of the ways git reads one, runs a program on `git status`."""
+    repo, ran = tmp_path / "repo", tmp_path / "RAN"
+    repo.mkdir()
+    git = ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run([*git, "init", "-q"], check=True)
+    (repo / "a.py").write_text("x = 1\n")
+    subprocess.run([*git, "add", "a.py"], check=True)
+    subprocess.run([*git, "commit", "-qm", "a"], check=True)
+    (repo / "a.py").write_text("x = 2\n")
+    (repo / ".gitattributes").write_text("* filter=evil diff=evil\n")
+    planted = f'[filter "evil"]\n\tclean = touch {ran} && cat\n\tsmudge = cat\n\trequired\n' \
+              f'[diff "evil"]\n\ttextconv = touch {ran}; cat\n[core]\n\tfsmonitor = touch {ran}; false\n'
+    config = repo / ".git" / "config"
+    if way == "config":
+        config.write_text(config.read_text() + planted)
+    elif way == "bom":  # git skips a UTF-8 byte-order mark; a reader's regex does not
+        config.write_text("\ufeff" + planted + config.read_text())
+    elif way == "worktree-config":
+        config.write_text(config.read_text() + "[extensions]\n\tworktreeConfig = true\n")
+        (repo / ".git" / "config.worktree").write_text(planted)
+    elif way == "include":
+        (tmp_path / "inc").write_text(planted)
+        config.write_text(config.read_text() + f"[include]\n\tpath = {tmp_path / 'inc'}\n")
+    elif way == "gitdir-file":  # .git is a file naming a git folder elsewhere, whose config holds the program
+        moved = tmp_path / "meta" / "x" / "gd"
+        moved.parent.mkdir(parents=True)
+        (repo / ".git").rename(moved)
+        (moved / "config").write_text((moved / "config").read_text() + planted)
+        (repo / ".git").write_text(f"gitdir: {moved}\n")
+    elif way == "commondir":
+        (tmp_path / "common").mkdir()
+        (tmp_path / "common" / "config").write_text(planted)
+        (repo / ".git" / "commondir").write_text(str(tmp_path / "common") + "\n")
+    elif way == "hooks":
+        hook = repo / ".git" / "hooks" / "post-index-change"
+        hook.write_text(f"#!/bin/sh\ntouch {ran}\n")
+        hook.chmod(0o755)
+        config.write_text(config.read_text() + "[core]\n\thooksPath = .git/hooks\n")
+    return repo, ran
+
+
+@pytest.mark.parametrize("way", ["config", "bom", "worktree-config", "include", "gitdir-file", "commondir", "hooks"])
+def test_no_configuration_of_the_checkout_runs_a_program_when_git_status_is_asked(tmp_path: Path, way: str) -> None:
+    repo, ran = _repo_with_a_planted_program(tmp_path, way)
+    status = store.git_status(str(repo), ["a.py"])
+    assert not ran.exists(), f"{way}: a program of the checkout ran"
+    assert status in (None, {"a.py": "uncommitted"}), status
 
 
 # -- end to end: the hooks as agents run them ----------------------------------------------------

@@ -17,7 +17,6 @@ import contextlib
 import hashlib
 import json
 import os
-import re
 import time
 from pathlib import Path
 
@@ -32,7 +31,6 @@ if TYPE_CHECKING:
 FOLDER = "handoffs"
 MAX_FILE_BYTES = 256 * 1024
 #: A git config that names any of these could make ``git status`` run a program of the checkout's.
-_RUNS_PROGRAMS = re.compile(r"^\s*\[\s*(?:filter|include|includeif)\b|^\s*fsmonitor\s*=", re.I | re.M)
 
 
 # -- settings ([handoff] in skillmill.toml, read without pydantic) -----------------------------------
@@ -192,28 +190,9 @@ def drop(ref: str) -> list[str]:
 
 # -- the brief as an agent reads it --------------------------------------------------------------
 def git_status(checkout_root: str, files: list[str], timeout: float = 1.0) -> dict[str, str] | None:
-    """``file -> "uncommitted" | "committed"`` for files of the checkout, from ``git status``; None when git
-    is not asked (absent, slow, or a config that could make it run a program of the checkout's)."""
-    import shutil
-    import subprocess
-
-    root_path = Path(checkout_root)
-    text = checkout.config_text(root_path)
-    if text is None or _RUNS_PROGRAMS.search(text) or not files or shutil.which("git") is None:
-        return None
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
-    env.update(GIT_TERMINAL_PROMPT="0", GIT_OPTIONAL_LOCKS="0", GIT_CONFIG_NOSYSTEM="1")
-    try:
-        done = subprocess.run(["git", "-c", "core.fsmonitor=false", "-c", "core.untrackedCache=false",
-                               "status", "--porcelain=v1", "-z", "--untracked-files=all", "--", *files[:50]],
-                              cwd=root_path, env=env, capture_output=True, timeout=timeout,
-                              stdin=subprocess.DEVNULL)
-    except (OSError, subprocess.SubprocessError):
-        return None
-    if done.returncode != 0:
-        return None
-    dirty = {entry[3:] for entry in done.stdout.decode("utf-8", "replace").split("\0") if len(entry) > 3}
-    return {f: ("uncommitted" if f in dirty else "committed") for f in files}
+    """``file -> "uncommitted" | "committed"`` for files of the checkout (``checkout.status``: git run with none
+    of the checkout's configuration); None when that cannot be told."""
+    return checkout.status(Path(checkout_root), files, timeout) if checkout_root else None
 
 
 def render(brief: dict[str, Any], *, live: bool = True, budget: int = MAX_TOKENS) -> str:
