@@ -71,7 +71,41 @@ def build(trajectory: Trajectory) -> dict[str, Any] | None:
         "edits": sum(1 for e in events if e.purpose is Purpose.EDIT and e.ok is not False),
     }
     brief["id"] = hashlib.sha256(f"{brief['session_id'] or trajectory.id}\0{trajectory.id}".encode()).hexdigest()[:16]
-    return brief
+    return withhold_orders(brief)
+
+
+#: What stands in for a text of the session a brief will not pass on.
+WITHHELD = "(withheld: {why})"
+
+
+def withhold_orders(brief: dict[str, Any]) -> dict[str, Any]:
+    """The brief with every text the session supplied -- the user's words, the agent's, tool output, commands --
+    replaced by ``WITHHELD`` when the safety rules a skill's prose passes find something in it: an order to an
+    agent ("the next session must first run ...", "do not tell the user"), a command that fetches and runs code,
+    a secret (not the ``[REDACTED:...]`` marks redaction left). A brief reaches the next agent with no review, so what a skill would be flagged for is not in it
+    (a test suite of a hostile checkout prints whatever it likes into its failures)."""
+    from pipeline.safety.findings import PLACEHOLDER
+    from pipeline.safety.prose import scan_text
+
+    def clean(text: object) -> object:
+        if not isinstance(text, str) or not text.strip():
+            return text
+        found = [f for f in scan_text(text) if f.rule != PLACEHOLDER]  # a [REDACTED] mark is redaction's own
+        return WITHHELD.format(why=found[0].message.split(" (")[0]) if found else text  # nothing of it quoted
+
+    out = dict(brief)
+    for key in ("task", "last_instruction", "last_reply"):
+        out[key] = clean(out.get(key))
+    for key in ("todos", "questions", "blocked", "looked_at", "files", "reverted"):
+        out[key] = [clean(item) for item in out.get(key) or []]
+    out["checks"] = [{**c, "command": clean(c.get("command")), "error": clean(c.get("error"))}
+                     for c in out.get("checks") or []]
+    out["tried"] = [{**t, "command": clean(t.get("command")), "error": clean(t.get("error"))}
+                    for t in out.get("tried") or []]
+    if isinstance(out.get("last_action"), dict):
+        action = out["last_action"]
+        out["last_action"] = {**action, "what": clean(action.get("what")), "error": clean(action.get("error"))}
+    return out
 
 
 def _checks(events: list[Event]) -> list[dict[str, Any]]:
