@@ -30,6 +30,8 @@ __all__ = ["Checkpoint", "FileReport", "Trajectory", "detect", "ingest_file", "i
 
 logger = logging.getLogger(__name__)
 _NO_MAP = Locator()
+#: Hidden folders that hold an agent's sessions (``~/.continue/sessions``); other hidden ones are not entered.
+_AGENT_HOMES = frozenset({".claude", ".continue"})
 
 
 def _suffixes() -> tuple[str, ...]:
@@ -56,7 +58,7 @@ def iter_files(paths: Iterable[str | Path], *, ignore: Ignore | None = None) -> 
             if ignore and ignore.covers(root):
                 continue
             for folder, dirs, files in os.walk(root, followlinks=False):
-                dirs[:] = sorted(d for d in dirs if not d.startswith(".") or d == ".claude")
+                dirs[:] = sorted(d for d in dirs if not d.startswith(".") or d in _AGENT_HOMES)
                 if ignore:
                     dirs[:] = [d for d in dirs if not ignore.covers(Path(folder) / d)]
                 for name in sorted(files):
