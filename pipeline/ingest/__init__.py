@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 from pipeline.errors import SkillmillError, UsageError, validation_summary
 from pipeline.ingest.base import TrajectoryFormat
 from pipeline.ingest.identity import Locator
+from pipeline.ingest.lookalikes import looks_like
 from pipeline.ingest.outcome import infer_outcome
 from pipeline.ingest.reader import Checkpoint, Probe
 from pipeline.ingest.report import FileReport
@@ -126,7 +127,9 @@ def ingest_file(path: Path, *, checkpoint: Checkpoint | None = None,
         fmt = detect(probe)
     if fmt is None:
         report.status = "skipped"
-        report.error("not a trajectory of any known format (see `skillmill formats`)")
+        known = looks_like(probe) if probe is not None else None
+        report.error(f"{known} (see `skillmill formats`)" if known else
+                     "not a trajectory of any known format (see `skillmill formats`)")
         return report, []
     report.format = fmt.name
     trajectories: list[Trajectory] = []
