@@ -13,7 +13,7 @@ import pytest
 from click.testing import CliRunner
 
 from pipeline.cli import main
-from pipeline.ingest import ingest_file
+from pipeline.ingest import detect, ingest_file, iter_files
 from pipeline.ingest.lookalikes import looks_like
 from pipeline.ingest.reader import Probe
 
@@ -61,3 +61,19 @@ def test_a_sqlite_store_is_named_by_its_header_and_usual_name(corpus: Path, tmp_
     other = tmp_path / "notes.db"
     other.write_bytes(store.read_bytes())
     assert looks_like(Probe.read(other)) == "a SQLite database of no agent skillmill reads"
+
+
+def test_no_recogniser_matches_a_file_a_format_reads(corpus: Path) -> None:
+    """When a reader for one of these agents is registered, its recogniser is stale: drop it."""
+    stale = []
+    for path in iter_files([corpus]):
+        probe = Probe.read(path)
+        if probe.head.strip() and detect(probe) is not None and (found := looks_like(probe)):
+            stale.append(f"{path.relative_to(corpus)}: read as {detect(probe).name}, yet {found}")
+    assert stale == []
+
+
+def test_formats_lists_what_is_recognised_but_not_read() -> None:
+    output = CliRunner().invoke(main, ["formats"], catch_exceptions=False).output
+    listed = output.split("Recognised but not read yet", 1)[1]
+    assert "Kiro CLI / Amazon Q CLI conversation export" in listed and "SpecStory chat export" in listed
