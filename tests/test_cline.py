@@ -131,9 +131,10 @@ def test_a_task_that_went_on_is_the_same_session_read_again_whole(corpus: Path, 
     assert [c.tool for c in early.tool_calls()] == [c.tool for c in late.tool_calls()][:len(early.tool_calls())]
 
 
-def test_native_tool_use_blocks_of_newer_builds(corpus: Path, tmp_path: Path) -> None:
-    # Newer Cline and Roo send tools natively: the same task, its XML uses as tool_use/tool_result pairs.
-    messages = raw(corpus, "1746904758018")
+def native(messages: list[dict], *, results_as_text: bool) -> list[dict]:
+    """The task as newer builds send it: each XML use a ``tool_use`` block, answered by a
+    ``tool_result`` block (Anthropic), or -- Cline 3.3x -- by one text block holding
+    ``[tool for 'x'] Result:`` and the payload after a line break."""
     converted, pending = [], []
     for message in messages:
         new = []
@@ -149,22 +150,37 @@ def test_native_tool_use_blocks_of_newer_builds(corpus: Path, tmp_path: Path) ->
                         text = text.replace(f"<{name}>{body}</{name}>", "")
                 new.insert(0, {"type": "text", "text": text})
             elif message["role"] == "user" and HEADER.fullmatch(text.strip()) and pending:
-                new.append({"type": "tool_result", "tool_use_id": pending.pop(0), "content": []})
-            elif new and new[-1]["type"] == "tool_result" and not text.startswith("<environment_details>"):
-                new[-1]["content"].append(block)
+                call_id = pending.pop(0)
+                new.append({"type": "text", "text": text.strip()} if results_as_text else
+                           {"type": "tool_result", "tool_use_id": call_id, "content": []})
+            elif new and (new[-1]["type"] == "tool_result" or HEADER.fullmatch(new[-1].get("text", ""))) \
+                    and not text.startswith("<environment_details>"):
+                if new[-1]["type"] == "tool_result":
+                    new[-1]["content"].append(block)
+                else:
+                    new[-1]["text"] += "\n" + text
             else:
                 new.append(block)
         converted.append({**message, "content": new})
+    return converted
+
+
+@pytest.mark.parametrize("results_as_text", [False, True], ids=["tool_result", "result_text"])
+def test_native_tool_use_blocks_of_newer_builds(corpus: Path, tmp_path: Path, results_as_text: bool) -> None:
     folder = tmp_path / "tasks" / "1746904758018"
     shutil.copytree(corpus / TASKS / "1746904758018", folder)
-    (folder / API).write_text(json.dumps(converted))
+    (folder / API).write_text(json.dumps(native(raw(corpus, "1746904758018"), results_as_text=results_as_text)))
     _, [xml] = ingest_file(corpus / TASKS / "1746904758018" / API)
-    report, [native] = ingest_file(folder / API)
+    report, [t] = ingest_file(folder / API)
     assert report.status == "ok", report.errors
-    assert [c.tool for c in native.tool_calls()] == [c.tool for c in xml.tool_calls()]
-    assert [c.paths for c in native.tool_calls()] == [c.paths for c in xml.tool_calls()]
-    assert [native.result_of(c) is not None for c in native.tool_calls()] == \
+    assert [c.tool for c in t.tool_calls()] == [c.tool for c in xml.tool_calls()]
+    assert [c.paths for c in t.tool_calls()] == [c.paths for c in xml.tool_calls()]
+    assert [t.result_of(c) is not None for c in t.tool_calls()] == \
         [xml.result_of(c) is not None for c in xml.tool_calls()]
+    assert [t.result_of(c).text for c in t.tool_calls() if t.result_of(c)] == \
+        [xml.result_of(c).text for c in xml.tool_calls() if xml.result_of(c)]
+    assert [s.text for s in t.steps if s.kind is StepKind.USER and not s.meta] == \
+        [s.text for s in xml.steps if s.kind is StepKind.USER and not s.meta]
 
 
 def test_formats_lists_cline_with_its_folders() -> None:

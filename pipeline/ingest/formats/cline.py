@@ -184,7 +184,7 @@ class _Task:
         self.ui = _UiFacts.read(path.parent / "ui_messages.json", report)
         self.metadata = self._sibling("task_metadata.json")
         self.known = KNOWN_TOOLS | _headers(messages)
-        self.pending: list[tuple[str, str]] = []  # XML calls of the last assistant message: (tool, id)
+        self.pending: list[tuple[str, str]] = []  # unanswered calls of the last assistant message: (tool, id)
         self.tools: dict[str, str] = {}  # native call id -> tool name
         self.prompts: list[str] = []
         self.models: Counter[str] = Counter()
@@ -256,6 +256,7 @@ class _Task:
                 params = raw if isinstance(raw, dict) else loads_object(raw) or {}
                 self.tools[call_id] = name
                 self._call(name, params, call_id, stamp)
+                self.pending.append((name, call_id))  # newer Cline answers it with a "[tool] Result:" text
 
     def _call(self, name: str, params: dict[str, Any], call_id: str, stamp: Any) -> None:
         fields = call_fields(name, params)
@@ -282,9 +283,11 @@ class _Task:
             if text.lstrip().startswith("<environment_details>"):
                 result = self._finish(result, index, stamp)
                 self._environment(text)
-            elif header := RESULT_HEADER.match(text.strip()):
+            elif header := RESULT_HEADER.match(text.lstrip()):
                 result = self._finish(result, index, stamp)
                 result = _Result(tool=header.group("tool"), call_id=self._pair(header.group("tool"), index))
+                if (rest := header.group("rest")) and rest.strip():
+                    result.texts.append(rest)
             elif result is not None and not _HARNESS.match(text):
                 result.texts.append(text)
             else:
@@ -323,6 +326,7 @@ class _Task:
 
     def _native_result(self, block: dict[str, Any], stamp: Any) -> None:
         call_id = as_str(block.get("tool_use_id") or block.get("toolCallId")) or None
+        self.pending = [(name, open_id) for name, open_id in self.pending if open_id != call_id]
         content = block.get("content") if "content" in block else block.get("output")
         texts = _texts(content)
         text = "\n\n".join(texts)

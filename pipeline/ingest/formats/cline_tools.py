@@ -43,8 +43,10 @@ KNOWN_TOOLS = frozenset({
 #: Parameters holding free text (a file's content, SEARCH/REPLACE blocks) that may contain tags of
 #: their own: the value runs to the *last* closing tag (Cline reads ``content`` the same way).
 _FREE_TEXT = ("content", "diff")
-#: The harness's answer to an XML tool use: a text block of its own.
-RESULT_HEADER = re.compile(r"\A\[(?P<tool>[A-Za-z_][\w-]*)(?: for (?P<target>.*))?\] Result:\s*\Z", re.S)
+#: The harness's answer to a tool use: a text block of its own, the payload in the blocks after it
+#: (Cline 3.1x), or the payload in the same block after a line break (newer builds, native calls too).
+RESULT_HEADER = re.compile(
+    r"\A\[(?P<tool>[A-Za-z_][\w-]*)(?: for (?P<target>.*?))?\] Result:(?:[ \t]*\n(?P<rest>.*))?\s*\Z", re.S)
 _OPEN = re.compile(r"<([a-z][a-z0-9_]*)>")
 _SEARCH = re.compile(r"^(?:<{3,}|-{3,}) SEARCH>?\s*$")
 _DIVIDER = re.compile(r"^={3,}\s*$")
@@ -176,7 +178,8 @@ def call_fields(name: str, params: dict[str, Any]) -> CallFields:
 
 
 def _paths(params: dict[str, Any]) -> list[str]:
-    found = [params[k] for k in ("path", "file_path", "filePath", "target_file", "filepath") if
+    found = [params[k] for k in ("path", "absolutePath", "absolute_path", "file_path", "filePath", "target_file",
+                                 "filepath") if
              isinstance(params.get(k), str) and params[k].strip()]
     for key in ("args", "files"):  # Roo's read_file / apply_diff on several files: <args><file><path>
         if isinstance(params.get(key), str):
