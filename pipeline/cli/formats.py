@@ -11,6 +11,7 @@ from pipeline.cli._output import emit_json
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON list.")
 def command(as_json: bool) -> None:
     """List the trajectory formats (built-in and from plugins)."""
+    from pipeline.ingest.lookalikes import LOOKALIKES
     from pipeline.plugins import registered_formats
 
     rows = [{"name": f.name, "agent": f.agent, "description": f.description, "locations": list(f.locations)}
@@ -22,3 +23,6 @@ def command(as_json: bool) -> None:
         click.echo(f"{row['name']:<16} {row['description']}")
         for location in row["locations"]:
             click.echo(f"{'':<16}   {location}")
+    click.echo("\nRecognised but not read yet (`skillmill ingest` says so):")
+    for lookalike in LOOKALIKES:
+        click.echo(f"{'':<16}   {lookalike.agent} {lookalike.thing}")

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 from pipeline.errors import SkillmillError, UsageError, validation_summary
 from pipeline.ingest.base import TrajectoryFormat
 from pipeline.ingest.identity import Locator
+from pipeline.ingest.lookalikes import looks_like
 from pipeline.ingest.outcome import infer_outcome
 from pipeline.ingest.reader import Checkpoint, Probe
 from pipeline.ingest.report import FileReport
@@ -30,6 +31,8 @@ __all__ = ["Checkpoint", "FileReport", "Trajectory", "detect", "ingest_file", "i
 
 logger = logging.getLogger(__name__)
 _NO_MAP = Locator()
+#: Hidden folders that hold an agent's sessions (``~/.continue/sessions``); other hidden ones are not entered.
+_AGENT_HOMES = frozenset({".claude", ".continue"})
 
 
 def _suffixes() -> tuple[str, ...]:
@@ -56,7 +59,7 @@ def iter_files(paths: Iterable[str | Path], *, ignore: Ignore | None = None) -> 
             if ignore and ignore.covers(root):
                 continue
             for folder, dirs, files in os.walk(root, followlinks=False):
-                dirs[:] = sorted(d for d in dirs if not d.startswith(".") or d == ".claude")
+                dirs[:] = sorted(d for d in dirs if not d.startswith(".") or d in _AGENT_HOMES)
                 if ignore:
                     dirs[:] = [d for d in dirs if not ignore.covers(Path(folder) / d)]
                 for name in sorted(files):
@@ -124,7 +127,9 @@ def ingest_file(path: Path, *, checkpoint: Checkpoint | None = None,
         fmt = detect(probe)
     if fmt is None:
         report.status = "skipped"
-        report.error("not a trajectory of any known format (see `skillmill formats`)")
+        known = looks_like(probe) if probe is not None else None
+        report.error(f"{known} (see `skillmill formats`)" if known else
+                     "not a trajectory of any known format (see `skillmill formats`)")
         return report, []
     report.format = fmt.name
     trajectories: list[Trajectory] = []

@@ -6,7 +6,9 @@ from pipeline.ingest.base import TrajectoryFormat
 from pipeline.ingest.formats.aider import Aider
 from pipeline.ingest.formats.atif import Atif
 from pipeline.ingest.formats.claude_code import ClaudeCode
+from pipeline.ingest.formats.cline import ClineTasks
 from pipeline.ingest.formats.codex import CodexRollout
+from pipeline.ingest.formats.continue_dev import ContinueSessions
 from pipeline.ingest.formats.gemini_cli import GeminiCli
 from pipeline.ingest.formats.mini_swe_agent import MiniSweAgent
 from pipeline.ingest.formats.opencode import OpenCodeStorage
@@ -26,3 +28,5 @@ def register_formats(register: Callable[[TrajectoryFormat], None]) -> None:
     register(OpenHands())
     register(Atif())
     register(Aider())
+    register(ClineTasks())
+    register(ContinueSessions())
