@@ -319,9 +319,9 @@ def _print_show(item: Any, excerpts: Any, diff: Any, lines: int) -> None:
             click.echo(style(visible(f"  {flag.code}"), fg="red", bold=True) + visible(f"  {flag.where}: {flag.message}"))
             if flag.excerpt:
                 say(f"      {flag.excerpt}")
-    from pipeline.review.batch import command_refusals, evidence_refusals
+    from pipeline.review.batch import held
 
-    unflagged = evidence_refusals(s) + command_refusals(s)
+    unflagged = held(s)
     if unflagged:
         say()
         say(f"✋ NOT APPROVED IN A BATCH ({len(unflagged)}): read these lines, then approve by name",

@@ -89,7 +89,7 @@ _TRIGGERS = re.compile(
     r"yarn|pnpm|npx|git|chmod|find|sed|echo|printf|cat|env|printenv|crontab|nc|ncat|netcat|socat|dd|mkfs(?:\.\w+)?|"
     r"tee|cp|mv|ln|gh|aws|gcloud|security|base64|iex|iwr|irm|Invoke-WebRequest|Remove-Item|shred|apt-key|"
     r"add-apt-repository|cargo|gem|export|/bin/\w+|/usr/bin/\w+)(?=\s|$)")
-_BACKTICKS = re.compile(r"```([^\n`]*)\n(.*?)(?:```|$)|``([^`]+)``|`([^`\n]+)`", re.S)
+BACKTICKS = re.compile(r"```([^\n`]*)\n(.*?)(?:```|$)|``([^`]+)``|`([^`\n]+)`", re.S)
 #: Fenced blocks read as command lines: no language, or a shell's.
 _SHELL_FENCES = {"", "bash", "sh", "shell", "console", "zsh", "terminal", "shell-session", "shellsession", "text",
                  "ps1", "powershell", "pwsh", "fish", "ksh", "dockerfile", "makefile", "yaml", "yml"}
@@ -105,7 +105,7 @@ def code_spans(text: str) -> list[str]:
     """The text in backticks and in fenced blocks of shell (or no language), in order; a block's
     ``$ `` prompts are taken off. Blocks of code in other languages (python, json ...) are not commands."""
     spans = []
-    for match in _BACKTICKS.finditer(text or ""):
+    for match in BACKTICKS.finditer(text or ""):
         language, block, double, single = match.groups()
         if block is None:
             spans.append(double if double is not None else single)

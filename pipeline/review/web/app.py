@@ -24,7 +24,7 @@ from jinja2 import Environment, FileSystemLoader, select_autoescape
 from pipeline.errors import SkillmillError
 from pipeline.library import Library
 from pipeline.review import evidence
-from pipeline.review.batch import command_refusals, evidence_refusals
+from pipeline.review.batch import command_refusals, held, prose_refusals
 from pipeline.review.decisions import Review, reviewer, validate_edit
 from pipeline.review.publish import BackgroundPublisher
 from pipeline.review.queue import (
@@ -182,7 +182,7 @@ def create_app(library: Library, *, token: str, who: str, cookie: str = "skillmi
         previous, following = neighbours(order, name)
         position = order.index(name) + 1 if name in order else None
         return render("skill.html", request, status=status, error=error, item=item, skill=item.skill,
-                      held=evidence_refusals(item.skill) + command_refusals(item.skill),
+                      held=held(item.skill),
                       excerpts=excerpts_for(item), diff=diff_for(library, item), previous=previous,
                       following=following, position=position, total=len(order),
                       order=[(i.name, bool(i.flags)) for i in queued],
@@ -292,10 +292,13 @@ def create_app(library: Library, *, token: str, who: str, cookie: str = "skillmi
         if batch.refused:
             flagged = sum(1 for i in batch.refused if i.flags)
             commands = sum(1 for i in batch.refused if not i.flags and command_refusals(i.skill))
-            unverified = len(batch.refused) - flagged - commands  # held only for their sources
+            prose = sum(1 for i in batch.refused if not i.flags and not command_refusals(i.skill)
+                        and prose_refusals(i.skill))
+            unverified = len(batch.refused) - flagged - commands - prose  # held only for their sources
             message += (f" Refused {len(batch.refused)} ({flagged} flagged, {commands} with commands that are not "
-                        "ordinary project commands" + (f", {unverified} learned only from sessions nobody verified"
-                                                       if unverified else "")
+                        "ordinary project commands" + (f", {prose} with prose naming a web address, a path outside "
+                                                       "the checkout or a command" if prose else "")
+                        + (f", {unverified} learned only from sessions nobody verified" if unverified else "")
                         + "): read and approve them one by one.")
         query = _query(form)
         return RedirectResponse(f"/?{query + '&' if query else ''}{urlencode({'msg': message})}", status_code=303)
