@@ -134,3 +134,147 @@ def test_formats_lists_where_copilot_files_are_found() -> None:
     result = CliRunner().invoke(main, ["formats", "--json"], catch_exceptions=False)
     rows = {row["name"]: row for row in json.loads(result.output)}
     assert "${COPILOT_HOME:-~/.copilot}/session-state/*/events.jsonl" in rows["copilot-cli"]["locations"]
+
+
+# -- VS Code Copilot Chat ------------------------------------------------------------------------
+
+VSCODE = "copilot_vscode"
+AGENT = f"{VSCODE}/reddit-condenser/copilot-gpt-5-mini/chat.json"
+P47 = f"{VSCODE}/p47-services/docs/chat.json"
+CHAT_ONLY = f"{VSCODE}/reddit-condenser/copilot/chat.json"
+
+
+def chat(corpus: Path, name: str) -> dict:
+    return json.loads((corpus / name).read_text(encoding="utf-8"))
+
+
+def invocations(data: dict) -> list[dict]:
+    return [p for r in data["requests"] for p in r["response"] if p.get("kind") == "toolInvocationSerialized"]
+
+
+# Counted from the raw files: jq '[.requests[].response[] | select(.kind=="toolInvocationSerialized")] | length'
+# gives 16, 1 and 0, as many as the model-side calls (jq '[.requests[].result.metadata.toolCallRounds[]?
+# .toolCalls[]] | length'); prompts: 7, 6 and 4 requests, each with its message.text.
+@pytest.mark.parametrize(("name", "calls", "requests"), [(AGENT, 16, 7), (P47, 1, 6), (CHAT_ONLY, 0, 4)])
+def test_real_exports_are_read_with_every_tool_call(corpus: Path, name: str, calls: int, requests: int) -> None:
+    report, [t] = ingest_file(corpus / name)
+    assert report.format == "copilot-vscode" and report.status == "ok", report.errors
+    data = chat(corpus, name)
+    assert len(data["requests"]) == requests
+    got = t.tool_calls()
+    assert len(got) == calls == len(invocations(data))
+    assert [c.call_id for c in got] == [p["toolCallId"] for p in invocations(data)]
+    model_side = [c["name"] for r in data["requests"] for rnd in r["result"].get("metadata", {}).get("toolCallRounds", [])
+                  for c in rnd["toolCalls"]]
+    assert [c.tool for c in got] == model_side  # the model's names, paired with the view's invocations
+    assert all(t.result_of(c) is not None and t.result_of(c).text for c in got)
+    assert [s.text for s in t.steps if s.kind is StepKind.USER and not s.meta] == \
+        [r["message"]["text"] for r in data["requests"]]
+    assert t.model == Counter(r.get("modelId") for r in data["requests"] if r.get("modelId")).most_common(1)[0][0]
+
+
+def test_tool_results_edits_and_failures_of_an_agent_session(corpus: Path) -> None:
+    _, [t] = ingest_file(corpus / AGENT)
+    assert t.cwd == "/Users/ivan/workspaces/personal/reddit-condenser/copilot-gpt-5-mini"  # the files' folder
+    calls = t.tool_calls()
+    assert Counter(c.tool for c in calls) == Counter({"apply_patch": 11, "read_file": 4, "create_file": 1})
+    read = t.result_of(next(c for c in calls if c.tool == "read_file" and c.paths == ["index.html"]))
+    assert read.text.startswith('```html\n<!DOCTYPE html>\n<html lang="en">\n')  # the prompt-tsx tree's text
+    patches = [c for c in calls if c.tool == "apply_patch"]
+    # the patches' absolute paths, relative to the cwd: "*** Update File" (1 "*** Add File", index.html)
+    assert all(c.paths and c.diff.startswith((f"--- a/{c.paths[0]}\n", f"--- /dev/null\n+++ b/{c.paths[0]}\n"))
+               for c in patches)
+    assert sum(c.diff.startswith("--- /dev/null") for c in patches) == 1
+    failed = [t.result_of(c) for c in calls if t.result_of(c).is_error]
+    # jq over result.metadata.toolCallResults: 3 texts begin "Applying patch failed with error"
+    assert [r.text.split(":")[0] for r in failed] == ["Applying patch failed with error"] * 3
+    assert all(r.protocol_error for r in failed)
+    answers = [s.text for s in t.steps if s.kind is StepKind.ASSISTANT]
+    assert not any(a.startswith("```") for a in answers)  # the view's empty code blocks where edits go
+
+
+def test_a_dev_container_export(corpus: Path) -> None:
+    _, [t] = ingest_file(corpus / P47)
+    assert t.cwd == "/workspaces/p47-services" and t.repo == "p47-services"
+    assert t.agent_version == "0.35.3" and t.model == "copilot/claude-opus-4.5"
+    [create] = t.tool_calls()
+    assert create.paths == ["docs/helm-values-propagation.md"] and "+# Helm Values Propagation" in create.diff
+    assert t.started_at.timestamp() * 1000 == pytest.approx(chat(corpus, P47)["requests"][0]["timestamp"], abs=1)
+
+
+def mutation_log(data: dict, first: int) -> list[dict]:
+    """The export as VS Code >= 1.10x keeps it: a snapshot with the first requests, then pushes and sets."""
+    snapshot = {"version": 3, "sessionId": "s-1", "creationDate": data["requests"][0]["timestamp"],
+                "initialLocation": "panel", "responderUsername": "GitHub Copilot",
+                "requests": data["requests"][:first]}
+    entries: list[dict] = [{"kind": 0, "v": snapshot}]
+    for index, request in enumerate(data["requests"][first:], start=first):
+        pending = {**request, "response": [], "result": {}}
+        entries.append({"kind": 2, "k": ["requests"], "v": [pending]})
+        entries.append({"kind": 2, "k": ["requests", index, "response"], "v": request["response"]})
+        entries.append({"kind": 1, "k": ["requests", index, "result"], "v": request["result"]})
+    return entries
+
+
+def test_the_jsonl_mutation_log_replays_to_the_session(corpus: Path, tmp_path: Path) -> None:
+    data = chat(corpus, AGENT)
+    storage = tmp_path / "workspaceStorage/abc123"
+    (storage / "chatSessions").mkdir(parents=True)
+    (storage / "workspace.json").write_text('{"folder": "file:///Users/ivan/workspaces/personal/reddit-condenser"}')
+    log = storage / "chatSessions/s-1.jsonl"
+    entries = mutation_log(data, 2)
+    entries.append({"kind": 2, "k": ["requests", 6, "response"], "i": 0})  # truncate, then nothing: cleared
+    entries.append({"kind": 2, "k": ["requests", 6, "response"], "v": data["requests"][6]["response"]})
+    entries.append({"kind": 1, "k": ["no", "such", "path"], "v": 1})
+    log.write_text("\n".join(json.dumps(e) for e in entries) + "\n")
+    report, [t] = ingest_file(log)
+    assert report.format == "copilot-vscode" and report.status == "partial"
+    assert [e.line for e in report.errors] == [len(entries)] and "not in the session" in report.errors[0].reason
+    _, [export] = ingest_file(corpus / AGENT)
+    def shown(steps):  # what does not depend on the cwd (paths are relative to it)
+        return [(s.kind, s.tool, s.call_id, s.is_error, s.text if s.kind is not StepKind.TOOL_CALL else "")
+                for s in steps if s.kind is not StepKind.ASSISTANT]
+    assert shown(t.steps) == shown(export.steps)
+    assert len(t.tool_calls()) == 16 and t.session_id == "s-1"
+    assert t.cwd == "/Users/ivan/workspaces/personal/reddit-condenser"  # workspace.json, not the files' folder
+    assert t.tool_calls()[0].paths == ["copilot-gpt-5-mini/README.md"]
+
+
+def test_a_growing_mutation_log_is_read_incrementally(corpus: Path, tmp_path: Path) -> None:
+    entries = [json.dumps(e).encode() + b"\n" for e in mutation_log(chat(corpus, AGENT), 1)]
+    live = tmp_path / "s-1.jsonl"
+    live.write_bytes(entries[0] + entries[1][:30])
+    reading = read(live, None, reader=KEY)
+    assert reading.watermark.line == 1 and reading.watermark.state is not None
+    written = 1
+    for end in (2, 8, len(entries)):
+        with live.open("ab") as handle:
+            handle.write((entries[1][30:] if written == 1 else b"") + b"".join(entries[max(written, 2):end]))
+        written = end
+        reading = read(live, reading.watermark, reader=KEY)
+        assert reading.mode is Mode.APPENDED and reading.watermark.line == end
+    _, [whole] = ingest_file(live)
+    [t] = reading.trajectories
+    assert t.model_dump(exclude={"source_path"}) == whole.model_dump(exclude={"source_path"})
+    assert len(t.tool_calls()) == 16
+
+
+def test_vscode_detection_is_by_content(corpus: Path, tmp_path: Path) -> None:
+    other = tmp_path / "chat.json"
+    other.write_text('{"requests": [{"id": 1}], "name": "a load test plan"}')
+    assert ingest_file(other)[0].format != "copilot-vscode"
+    renamed = tmp_path / "anything.json"
+    renamed.write_bytes((corpus / P47).read_bytes())
+    assert ingest_file(renamed)[0].format == "copilot-vscode"
+    empty = tmp_path / "empty.json"
+    empty.write_text('{"version": 3, "sessionId": "x", "creationDate": 1, "initialLocation": "panel", "requests": []}')
+    report, trajectories = ingest_file(empty)
+    assert report.format == "copilot-vscode" and report.status == "skipped" and not trajectories
+
+
+def test_formats_lists_where_vscode_chats_are_found() -> None:
+    result = CliRunner().invoke(main, ["formats", "--json"], catch_exceptions=False)
+    rows = {row["name"]: row for row in json.loads(result.output)}
+    locations = rows["copilot-vscode"]["locations"]
+    assert "~/.config/Code/User/workspaceStorage/*/chatSessions/*.json*" in locations
+    assert "~/Library/Application Support/Code/User/workspaceStorage/*/chatSessions/*.json*" in locations

@@ -8,6 +8,7 @@ from pipeline.ingest.formats.atif import Atif
 from pipeline.ingest.formats.claude_code import ClaudeCode
 from pipeline.ingest.formats.codex import CodexRollout
 from pipeline.ingest.formats.copilot_cli import CopilotCli
+from pipeline.ingest.formats.copilot_vscode import CopilotVscode
 from pipeline.ingest.formats.gemini_cli import GeminiCli
 from pipeline.ingest.formats.mini_swe_agent import MiniSweAgent
 from pipeline.ingest.formats.opencode import OpenCodeStorage
@@ -23,6 +24,7 @@ def register_formats(register: Callable[[TrajectoryFormat], None]) -> None:
     register(CodexRollout())
     register(GeminiCli())
     register(CopilotCli())
+    register(CopilotVscode())
     register(OpenCodeStorage())
     register(SweAgent())
     register(OpenHands())
