@@ -3,17 +3,22 @@ files in ../shared/trajectories/copilot_cli and copilot_vscode."""
 
 from __future__ import annotations
 
+import copy
 import json
+import os
 from collections import Counter
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from pipeline.cli import main
 from pipeline.ingest import ingest_file
 from pipeline.ingest.watermark import Mode, read, reader_key
 from pipeline.trajectory import StepKind
+from tests.test_formats_fuzz import JSON, json_paths, replace
 
 STATE = "copilot_cli/agent-engram/session-state"
 SHORT = f"{STATE}/07c40cd0-ff51-4d6e-bdcd-ac2f90877203/events.jsonl"
@@ -278,3 +283,57 @@ def test_formats_lists_where_vscode_chats_are_found() -> None:
     locations = rows["copilot-vscode"]["locations"]
     assert "~/.config/Code/User/workspaceStorage/*/chatSessions/*.json*" in locations
     assert "~/Library/Application Support/Code/User/workspaceStorage/*/chatSessions/*.json*" in locations
+
+
+# -- either: fields of the wrong type cost the field, never the file ------------------------------
+
+FUZZ = settings(max_examples=int(os.environ.get("FUZZ_EXAMPLES", "15")), deadline=None, suppress_health_check=list(HealthCheck))
+
+
+def scrambled(document, data: st.DataObject):
+    document = copy.deepcopy(document)
+    for _ in range(data.draw(st.integers(1, 3))):
+        paths = json_paths(document)
+        depth = data.draw(st.integers(0, 6))
+        target = data.draw(st.sampled_from([p for p in paths if len(p) <= depth] or paths))
+        try:
+            document = replace(document, target, data.draw(JSON))
+        except (KeyError, IndexError, TypeError):
+            continue
+    return document
+
+
+def readable(path: Path) -> None:
+    report, trajectories = ingest_file(path)
+    assert report.status in ("ok", "partial", "failed", "skipped")
+    json.dumps(report.contract())
+    for t in trajectories:
+        for step in t.steps:
+            if step.kind is StepKind.TOOL_RESULT and step.call_index is not None:
+                assert t.steps[step.call_index].result_index == step.index
+
+
+@FUZZ
+@given(data=st.data())
+def test_scrambled_cli_events_are_reported_not_raised(corpus: Path, tmp_path_factory, data: st.DataObject) -> None:
+    rows = scrambled(events(corpus, SHORT)[:60], data)
+    rows = rows if isinstance(rows, list) else [rows]
+    path = tmp_path_factory.mktemp("cli") / "events.jsonl"
+    path.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    readable(path)
+
+
+@FUZZ
+@given(data=st.data())
+def test_scrambled_vscode_sessions_are_reported_not_raised(corpus: Path, tmp_path_factory,
+                                                          data: st.DataObject) -> None:
+    session = chat(corpus, AGENT)
+    session["requests"] = session["requests"][3:5]  # a read, a failed patch, a file created
+    folder = tmp_path_factory.mktemp("vscode")
+    document = scrambled(session, data)
+    (folder / "chat.json").write_text(json.dumps(document))
+    readable(folder / "chat.json")
+    log = scrambled(mutation_log(session, 1), data)
+    log = log if isinstance(log, list) else [log]
+    (folder / "s.jsonl").write_text("\n".join(json.dumps(e) for e in log) + "\n")
+    readable(folder / "s.jsonl")
