@@ -64,24 +64,6 @@ def _cline_markdown(probe: Probe) -> bool:
     return bool(_CLINE_MD_USER.search(text)) and "**Assistant:**" in text and bool(_CLINE_MD_TOOL.search(text))
 
 
-def _copilot_chat(probe: Probe) -> bool:
-    """A VS Code Copilot Chat session or "Chat: Export Chat..." file (``ISerializableChatData``)."""
-    if _object_with(probe, "requests", arrays=("requests",)):
-        fields = probe.fields
-        return "responderUsername" in fields or "initialLocation" in fields or \
-            ("sessionId" in fields and "version" in fields)
-    first = _record(probe)  # the newer append log: {"kind": 0, "v": {...the whole session...}}
-    value = first.get("v")
-    return first.get("kind") == 0 and isinstance(value, dict) and isinstance(value.get("requests"), list)
-
-
-def _copilot_cli(probe: Probe) -> bool:
-    first = _record(probe)
-    data = first.get("data")
-    return first.get("type") == "session.start" and isinstance(data, dict) and \
-        (data.get("producer") == "copilot-agent" or "copilotVersion" in data)
-
-
 def _kiro(probe: Probe) -> bool:
     return _object_with(probe, "conversation_id", arrays=("history",))
 
@@ -173,8 +155,6 @@ def _sqlite(probe: Probe) -> bool:
 LOOKALIKES: tuple[Lookalike, ...] = (
     Lookalike("SpecStory", "chat export (Cursor or VS Code Copilot, as Markdown)", _specstory),
     Lookalike("Cline / Roo Code", "task exported as Markdown", _cline_markdown),
-    Lookalike("VS Code Copilot Chat", "session (or its export)", _copilot_chat),
-    Lookalike("GitHub Copilot CLI", "session event log", _copilot_cli),
     Lookalike("Kiro CLI / Amazon Q CLI", "conversation export", _kiro),
     Lookalike("Pi coding agent", "session", _pi),
     Lookalike("Amp", "thread", _amp),

@@ -9,6 +9,8 @@ from pipeline.ingest.formats.claude_code import ClaudeCode
 from pipeline.ingest.formats.cline import ClineTasks
 from pipeline.ingest.formats.codex import CodexRollout
 from pipeline.ingest.formats.continue_dev import ContinueSessions
+from pipeline.ingest.formats.copilot_cli import CopilotCli
+from pipeline.ingest.formats.copilot_vscode import CopilotVscode
 from pipeline.ingest.formats.gemini_cli import GeminiCli
 from pipeline.ingest.formats.mini_swe_agent import MiniSweAgent
 from pipeline.ingest.formats.opencode import OpenCodeStorage
@@ -23,6 +25,8 @@ def register_formats(register: Callable[[TrajectoryFormat], None]) -> None:
     register(MiniSweAgent())
     register(CodexRollout())
     register(GeminiCli())
+    register(CopilotCli())
+    register(CopilotVscode())
     register(OpenCodeStorage())
     register(SweAgent())
     register(OpenHands())
