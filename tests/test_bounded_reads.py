@@ -170,3 +170,39 @@ def test_scan_lists_no_folder_reached_through_a_link_and_survives_an_alias_bomb(
     assert time.monotonic() - started < 10
     shown = [p.path for p in found.layout]
     assert "lib/real_pkg/" in shown and not any("billing" in p or p.startswith("src") for p in shown), shown
+
+
+#: Lines that made a backtracking pattern take time quadratic in their length (the second attack: a 100 KB line of
+#: a Makefile held the hook 36 s, a 60 KB justfile line held scan 72 s; at the 512 KB cap, half an hour).
+LONG_LINES = {"spaces": "a" + " " * 400_000, "words": "a" * 400_000, "separators": "a" + " " * 200_000 + ";" + "b",
+              "spaced words": "a " * 200_000, "tabs": "x\t" * 200_000}
+
+
+@pytest.mark.parametrize("line", sorted(LONG_LINES))
+def test_a_long_line_in_a_makefile_or_justfile_costs_linear_time(tmp_path: Path, line: str) -> None:
+    from pipeline.scan.targets import just_recipe, make_targets, split_commands
+
+    text = LONG_LINES[line]
+    started = time.process_time()
+    make_targets(text), just_recipe(text), split_commands(text)
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    for name in ("Makefile", "justfile"):
+        (repo / name).write_text(f"test:\n\tpytest\n{text}\n")
+    found = scan(repo)
+    view = stale.Checkout(repo)
+    assert view.targets("make") == {"test"} and view.targets("just") == {"test"}
+    assert found.targets.get("make") == ["test"] and found.targets.get("just") == ["test"]
+    assert time.process_time() - started < 10  # a quadratic reading takes minutes here
+
+
+@pytest.mark.parametrize("line, targets, recipe", [
+    ("build test: deps", ["build", "test"], "build"), ("X := 1", [], None), ("\tpytest -q", [], None),
+    ("# test: x", [], None), ("x = a:b", [], None), ("test $(OBJ): x", ["test"], "test"),
+    ("@lint *ARGS: build", [], "lint"), ("    indented: x", [], None), (".PHONY: test", [], None),
+    ("check:: more", ["check"], "check"),
+])
+def test_rule_lines_read_as_make_and_just_read_them(line: str, targets: list[str], recipe: str | None) -> None:
+    from pipeline.scan.targets import just_recipe, make_targets
+
+    assert make_targets(line) == targets and just_recipe(line) == recipe

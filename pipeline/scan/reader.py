@@ -26,6 +26,7 @@ from pathlib import Path
 from pipeline import checkout, confined
 from pipeline.errors import UsageError
 from pipeline.redact import sanitize
+from pipeline.scan.targets import just_recipe, make_targets, split_commands
 
 #: At most this many files are read; a scan of a huge monorepo stops there and says so.
 MAX_FILES = 300
@@ -486,7 +487,7 @@ def _script_lines(node: object, text: str) -> Iterator[tuple[str, int]]:
             carried, carried_at = full[:-1].strip(), line
             continue
         carried, carried_at = "", 0
-        for part in re.split(r"\s*(?:&&|;|\|\|)\s*", full):
+        for part in split_commands(full):
             yield part, line
 
 
@@ -496,10 +497,7 @@ class _Makefile(_Reader):
     def read(self, relative: str, text: str, scan: Scan) -> None:
         targets = scan.targets.setdefault("make", [])
         for number, line in enumerate(text.split("\n"), 1):
-            match = re.match(r"^([A-Za-z0-9][\w.-]*(?:\s+[A-Za-z0-9][\w.-]*)*)\s*::?(?![=])", line)
-            if not match or line.startswith("\t"):
-                continue
-            for target in match.group(1).split():
+            for target in make_targets(line):
                 if target.startswith(".") or target in targets:
                     continue
                 targets.append(target)
@@ -512,10 +510,9 @@ class _Justfile(_Reader):
     def read(self, relative: str, text: str, scan: Scan) -> None:
         recipes = scan.targets.setdefault("just", [])
         for number, line in enumerate(text.split("\n"), 1):
-            match = re.match(r"^@?([A-Za-z_][\w-]*)(?:\s+[^:=]*)?:(?!=)", line)
-            if match and not line.startswith((" ", "\t")):
-                recipes.append(match.group(1))
-                _add(scan, named_purpose(match.group(1)), f"just {match.group(1)}", relative, number, "just")
+            if recipe := just_recipe(line):
+                recipes.append(recipe)
+                _add(scan, named_purpose(recipe), f"just {recipe}", relative, number, "just")
 
 
 class _PackageJson(_Reader):

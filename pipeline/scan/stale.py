@@ -24,6 +24,7 @@ from pathlib import Path
 
 from pipeline import checkout, confined
 from pipeline.scan import marks
+from pipeline.scan.targets import just_recipe, make_targets
 
 #: A file that names a path with one of these endings is checked (module names like ``os.path`` are not paths).
 _EXTENSIONS = ("py", "sh", "bash", "js", "mjs", "cjs", "ts", "tsx", "jsx", "toml", "cfg", "ini", "json", "yml",
@@ -95,9 +96,7 @@ class Checkout:
                 return None
             names = set()
             for line in found.split("\n"):
-                match = re.match(r"^([^\s:=#][^:=]*?)\s*::?(?!=)", line)
-                if match and not line.startswith("\t"):
-                    names.update(match.group(1).split())
+                names.update(make_targets(line))
             return names
         if tool == "npm":
             found = text("package.json")
@@ -110,8 +109,7 @@ class Checkout:
             return set(scripts) if isinstance(scripts, dict) else set()
         if tool == "just":
             found = text("justfile", "Justfile", ".justfile")
-            return None if found is None else {m.group(1) for m in re.finditer(r"^@?([A-Za-z_][\w-]*)[^\n:=]*:(?!=)",
-                                                                                  found, re.M)}
+            return None if found is None else {r for line in found.split("\n") if (r := just_recipe(line))}
         if tool == "nox":
             found = text("noxfile.py")
             if found is None:
