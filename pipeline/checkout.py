@@ -100,6 +100,18 @@ def after_host(url: str) -> str | None:
     return path
 
 
+def same_repository(a: str | None, b: str | None) -> bool:
+    """Whether two repository names are one: ``owner/name`` both, the same (any case); a bare ``name`` (a
+    checkout's folder, a session that recorded only that) against either, the same name. ``evil/hang`` is not
+    ``acme/hang``: a checkout whose remote names another owner is another repository."""
+    if not a or not b:
+        return False
+    a, b = a.strip().lower().rstrip("/"), b.strip().lower().rstrip("/")
+    if "/" in a and "/" in b:
+        return a == b
+    return a.rsplit("/", 1)[-1] == b.rsplit("/", 1)[-1]
+
+
 def remote(root: Path) -> str | None:
     """``owner/name`` of the checkout at ``root`` (its remote), or None when it has no remote."""
     text = config_text(root)

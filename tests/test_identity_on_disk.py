@@ -135,3 +135,17 @@ def test_a_session_file_deep_inside_another_checkout_is_not_its_session(corpus: 
     shutil.copy(corpus / AIDER, clone / "samples" / "aider" / "mono" / ".aider.chat.history.md")
     _, found = ingest_file(clone / "samples" / "aider" / "mono" / ".aider.chat.history.md")
     assert found and "example/skillmill" not in {t.repo for t in found}
+
+
+@pytest.mark.parametrize("a, b, same", [
+    ("acme/hang", "acme/hang", True), ("Acme/Hang", "acme/hang/", True), ("acme/hang", "hang", True),
+    ("hang", "acme/hang", True), ("evil/hang", "acme/hang", False), ("acme/hang", "acme/hangs", False),
+    (None, "hang", False), ("", "", False),
+])
+def test_two_owners_repositories_of_one_name_are_not_one(a: str | None, b: str, same: bool) -> None:
+    """The second attack: a checkout whose remote is evil/hang marked acme/hang's skill stale for every checkout."""
+    from pipeline.checkout import same_repository
+    from pipeline.recall.text import repo_matches
+    from pipeline.scan.stale import same_repo
+
+    assert same_repository(a, b) is same and repo_matches(a, b) is same and same_repo(a, b) is same

@@ -136,8 +136,8 @@ def agents(path: str, compatibility: str | None) -> list[str]:
 
 
 def repo_matches(skill_repo: str | None, wanted: str) -> bool:
-    """``owner/name`` and a bare ``name`` refer to the same repository (sessions record either)."""
-    if not skill_repo:
-        return False
-    a, b = skill_repo.strip().lower().rstrip("/"), wanted.strip().lower().rstrip("/")
-    return a == b or a.rsplit("/", 1)[-1] == b.rsplit("/", 1)[-1]
+    """``owner/name`` and a bare ``name`` refer to the same repository (sessions record either); two owners'
+    repositories of one name do not (``checkout.same_repository``)."""
+    from pipeline.checkout import same_repository
+
+    return same_repository(skill_repo, wanted)

@@ -47,8 +47,8 @@ def repo_of_text(text: str) -> str | None:
 
 
 def same_repo(a: str | None, b: str | None) -> bool:
-    """``owner/name`` and a checkout folder ``name`` are one repository (as recall and the manuals pool them)."""
-    return bool(a and b) and a.rsplit("/", 1)[-1].lower() == b.rsplit("/", 1)[-1].lower()  # type: ignore[union-attr]
+    """``owner/name`` and a checkout folder ``name`` are one repository; two owners' of one name are not."""
+    return checkout.same_repository(a, b)
 
 
 def _body(text: str) -> str:
