@@ -6,6 +6,7 @@ from pipeline.ingest.base import TrajectoryFormat
 from pipeline.ingest.formats.aider import Aider
 from pipeline.ingest.formats.atif import Atif
 from pipeline.ingest.formats.claude_code import ClaudeCode
+from pipeline.ingest.formats.claude_stream import ClaudeStreamJson
 from pipeline.ingest.formats.codex import CodexRollout
 from pipeline.ingest.formats.gemini_cli import GeminiCli
 from pipeline.ingest.formats.mini_swe_agent import MiniSweAgent
@@ -18,6 +19,7 @@ from pipeline.plugins import hookimpl
 @hookimpl
 def register_formats(register: Callable[[TrajectoryFormat], None]) -> None:
     register(ClaudeCode())
+    register(ClaudeStreamJson())
     register(MiniSweAgent())
     register(CodexRollout())
     register(GeminiCli())

@@ -333,9 +333,9 @@ class _Transcript:
 class _Session:
     """The steps of one agent (main or subagent) of the file."""
 
-    def __init__(self, path: Path, group: str) -> None:
+    def __init__(self, path: Path, group: str, source_format: str = "claude-code") -> None:
         self.group = group
-        self.builder = TrajectoryBuilder(source_format=ClaudeCode.name, agent=ClaudeCode.agent,
+        self.builder = TrajectoryBuilder(source_format=source_format, agent=ClaudeCode.agent,
                                          source_path=str(path))
         self.step_entries: list[str | None] = []
         self.models: dict[str, int] = {}
