@@ -173,11 +173,6 @@ def _str(value: Any) -> str | None:
     return value if isinstance(value, str) and value else None
 
 
-def _id(value: Any) -> str | None:
-    """A call id, redacted once here: the session keys its maps by it, and they are pickled."""
-    return sanitize(value) if isinstance(value, str) and value else None
-
-
 def _sanitized(value: Any) -> Any:
     """``value`` with every string in it redacted (a tool call's arguments)."""
     if isinstance(value, str):
@@ -403,7 +398,7 @@ class _Session:
             # zlib.crc32, not hash(): the key must match across processes when a read resumes.
             btype = block.get("type")
             text = _str(block.get("text"))
-            block_id = _id(block.get("id"))  # redacted: the keys of seen_blocks are pickled
+            block_id = self._id(block.get("id"))  # redacted: the keys of seen_blocks are pickled
             key = block_id or f"{message.get('id')}:{position}:{zlib.crc32((text or '').encode())}"
             if key in self.seen_blocks:
                 continue  # the same block written again by a later line of the same response
@@ -523,7 +518,7 @@ class _Session:
             self.step_entries.extend([uuid] * (len(self.builder.steps) - before))
 
     def _tool_result(self, block: dict[str, Any], entry: dict[str, Any], stamp: Any, sidechain: bool) -> None:
-        call_id = _id(block.get("tool_use_id"))
+        call_id = self._id(block.get("tool_use_id"))
         if call_id:
             if call_id in self.answered:
                 return  # the same result written again
@@ -570,6 +565,12 @@ class _Session:
             step.result_index = new_index.get(step.result_index) if step.result_index is not None else None
         self.builder.steps = kept
         self.step_entries = [e for e in self.step_entries if e not in abandoned]
+
+    def _id(self, value: Any) -> str | None:
+        """A call id, redacted (and the redaction recorded) once, before the session keys its maps by it."""
+        if not isinstance(value, str) or not value:
+            return None
+        return self.builder._clean(value, len(self.builder.steps), "call_id")
 
     def build(self, repo: str | None = None) -> Trajectory:
         b = self.builder
