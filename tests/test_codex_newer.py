@@ -100,3 +100,66 @@ def test_the_whole_catalog_reads_without_errors(corpus: Path) -> None:
     report, [t] = ingest_file(corpus / SMALL)
     assert report.status == "ok" and not report.errors
     assert {"tool_search", "image_generation", "web_search"} <= {c.tool for c in t.tool_calls()}
+
+
+# -- codex exec --json --------------------------------------------------------------------------
+# No capture of `codex exec --json` is in ../shared/trajectories; tests/fixtures/codex_exec_json/
+# is written from codex-rs exec/src/exec_events.rs (ThreadEvent, ThreadItem and its details).
+EXEC = Path(__file__).parent / "fixtures" / "codex_exec_json" / "fix-rounding.jsonl"
+TOOL_ITEMS = {"command_execution", "file_change", "mcp_tool_call", "collab_tool_call", "web_search"}
+
+
+def exec_events(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def test_a_codex_exec_capture_is_one_run_with_its_items_as_calls(tmp_path: Path) -> None:
+    events = exec_events(EXEC)
+    items = {e["item"]["id"]: e["item"]["type"] for e in events if e["type"].startswith("item.")}
+    tools = [i for i, kind in items.items() if kind in TOOL_ITEMS]
+    # 5 tool items (2 commands, a web search, an MCP call, a file change); started + completed is one call
+    assert len(tools) == 5
+    path = tmp_path / EXEC.name
+    path.write_bytes(EXEC.read_bytes())
+    report, [t] = ingest_file(path)
+    assert (report.status, report.format) == ("ok", "codex-exec-json")
+    assert [c.call_id for c in t.tool_calls()] == tools
+    assert [c.tool for c in t.tool_calls()] == ["exec_command", "web_search", "mcp__github__get_issue", "apply_patch",
+                                                 "exec_command"]
+    first, _, mcp, patch, last = t.tool_calls()
+    assert first.command == "npm test -- --run ledger.test.ts"  # out of its /bin/bash -lc wrapper
+    assert (t.result_of(first).exit_code, t.result_of(first).is_error) == (1, True)
+    assert t.result_of(last).exit_code == 0
+    assert t.result_of(mcp).is_error and t.result_of(mcp).text == "issue 12 not found"
+    assert patch.paths == ["src/money.ts"]
+    assert t.session_id == "019a2d7a-41c4-78b1-b7cc-a45d62a89cd5" and t.agent == "codex"
+    # reasoning and the to-do list are not steps; the two agent messages are
+    assert [s.kind for s in t.steps].count(StepKind.ASSISTANT) == 2
+
+
+def test_a_failed_turn_fails_the_run(tmp_path: Path) -> None:
+    lines = EXEC.read_text().splitlines()
+    path = tmp_path / "failed.jsonl"
+    failed = {"type": "turn.failed", "error": {"message": "stream error: exceeded retry limit"}}
+    path.write_text("\n".join([*lines[:6], json.dumps(failed)]) + "\n")
+    _, [t] = ingest_file(path)
+    assert t.outcome.status == "failed" and "exceeded retry limit" in t.outcome.evidence
+    assert t.steps[-1].meta and len(t.tool_calls()) == 1
+
+
+def test_the_first_experimental_json_spelling_is_read(tmp_path: Path) -> None:
+    path = tmp_path / "experimental.jsonl"
+    events = [{"type": "session.created", "session_id": "s-1"},
+              {"type": "item.completed", "item": {"id": "item_0", "item_type": "command_execution",
+                                                  "command": "bash -lc ls", "aggregated_output": "a.txt\n",
+                                                  "exit_code": 0, "status": "completed"}},
+              {"type": "item.completed", "item": {"id": "item_1", "item_type": "assistant_message", "text": "One file."}}]
+    path.write_text("".join(json.dumps(e) + "\n" for e in events))
+    report, [t] = ingest_file(path)
+    assert report.format == "codex-exec-json" and t.session_id == "s-1"
+    assert [c.command for c in t.tool_calls()] == ["ls"] and t.steps[-1].text == "One file."
+
+
+def test_rollouts_are_not_taken_for_exec_captures(corpus: Path) -> None:
+    for path in sorted((corpus / "codex").rglob("rollout-*.jsonl")):
+        assert ingest_file(path)[0].format == "codex", path

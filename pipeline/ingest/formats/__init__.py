@@ -8,6 +8,7 @@ from pipeline.ingest.formats.atif import Atif
 from pipeline.ingest.formats.claude_code import ClaudeCode
 from pipeline.ingest.formats.claude_stream import ClaudeStreamJson
 from pipeline.ingest.formats.codex import CodexRollout
+from pipeline.ingest.formats.codex_exec import CodexExecJson
 from pipeline.ingest.formats.gemini_cli import GeminiCli
 from pipeline.ingest.formats.mini_swe_agent import MiniSweAgent
 from pipeline.ingest.formats.opencode import OpenCodeStorage
@@ -22,6 +23,7 @@ def register_formats(register: Callable[[TrajectoryFormat], None]) -> None:
     register(ClaudeStreamJson())
     register(MiniSweAgent())
     register(CodexRollout())
+    register(CodexExecJson())
     register(GeminiCli())
     register(OpenCodeStorage())
     register(SweAgent())
