@@ -13,6 +13,7 @@ from pipeline.ingest.formats.gemini_cli import GeminiCli
 from pipeline.ingest.formats.mini_swe_agent import MiniSweAgent
 from pipeline.ingest.formats.opencode import OpenCodeStorage
 from pipeline.ingest.formats.openhands import OpenHands
+from pipeline.ingest.formats.openhands_v1 import OpenHandsV1
 from pipeline.ingest.formats.swe_agent import SweAgent
 from pipeline.plugins import hookimpl
 
@@ -28,5 +29,6 @@ def register_formats(register: Callable[[TrajectoryFormat], None]) -> None:
     register(OpenCodeStorage())
     register(SweAgent())
     register(OpenHands())
+    register(OpenHandsV1())
     register(Atif())
     register(Aider())
