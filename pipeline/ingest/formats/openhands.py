@@ -112,7 +112,8 @@ class OpenHands(TrajectoryFormat):
                    "evaluation / GitHub resolver output.jsonl rows")
     locations = ("<exported trajectory>.json (UI: Export trajectory)",
                  "evaluation/evaluation_outputs/outputs/<dataset>/<agent>/<model>_maxiter_<n>/output.jsonl",
-                 "<resolver output dir>/output.jsonl")
+                 "<resolver output dir>/output.jsonl",
+                 "~/.openhands/sessions/<id>/event_cache/0-25.json (V0 server store)")
     suffixes = (".json", ".jsonl")
     priority = 3
     protocol_errors = PROTOCOL_ERRORS
