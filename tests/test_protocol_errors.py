@@ -31,8 +31,9 @@ def failed_commands(t: Trajectory) -> list[Step]:
 
 def test_every_format_declares_its_refusals() -> None:
     assert {f.name: f.protocol_errors is not None for f in registered_formats()} == {
-        name: True for name in ("claude-code", "codex", "gemini-cli", "opencode", "mini-swe-agent", "swe-agent",
-                                "openhands", "atif", "aider")}
+        name: True for name in ("claude-code", "claude-code-stream-json", "codex", "codex-exec-json", "gemini-cli",
+                                "opencode", "mini-swe-agent", "swe-agent", "openhands", "openhands-v1", "atif",
+                                "aider")}
 
 
 def test_marks_are_on_results_only(corpus: Path) -> None:
