@@ -42,7 +42,7 @@ def test_a_conversation_folder_is_one_trajectory() -> None:
     assert edit.paths == ["/workspace/project/tinycli/tinycli/cli.py"]
     assert '+    parser.add_argument("--verbose", action="store_true")' in edit.diff.splitlines()
     assert t.result_of(refused).is_error and t.result_of(refused).protocol_error  # the editor refused the edit
-    assert t.result_of(unknown).is_error and "not found" in t.result_of(unknown).text  # AgentErrorEvent
+    assert t.result_of(unknown).is_error and t.result_of(unknown).protocol_error  # AgentErrorEvent: no such tool
     state = json.loads(BASE.read_text())
     assert t.session_id == state["id"] and t.model == state["agent"]["llm"]["model"]
     assert t.cwd == "/workspace/project/tinycli" and t.repo == "tinycli"

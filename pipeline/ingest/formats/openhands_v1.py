@@ -39,7 +39,7 @@ from pipeline.ingest.formats._common import (
     pick_task,
     unified,
 )
-from pipeline.ingest.formats.openhands import PROTOCOL_ERRORS
+from pipeline.ingest.formats.openhands import PROTOCOL_ERRORS as V0_PROTOCOL_ERRORS
 from pipeline.ingest.identity import resolve_repo
 from pipeline.ingest.reader import MAX_JSON_BYTES, Probe, iter_jsonl, load_json
 from pipeline.ingest.report import FileReport
@@ -53,6 +53,13 @@ KINDS = frozenset({"MessageEvent", "ActionEvent", "ObservationEvent", "UserRejec
 _CONVERSATION_TOOLS = frozenset({"finish", "think"})
 _SHELLS = frozenset({"terminal", "execute_bash", "bash", "BashTool", "TerminalTool"})
 _FAILED_STATUS = frozenset({"error", "stuck"})
+#: The SDK refusing a call (agent.py ``_get_action_event``, an AgentErrorEvent): "Tool 'x' not found.
+#: Available: [...]", "Error validating tool 'x': ... Parameters provided: [...]"; and V0's file-editor
+#: refusals, which its file_editor tool still answers with.
+PROTOCOL_ERRORS = re.compile(rf"\A\s*(?:Tool '[^'\n]+' not found\. Available:|Error validating tool '[^'\n]+':)|"
+                             rf"(?:{V0_PROTOCOL_ERRORS.pattern})")
+#: Messages the SDK itself sends as the user (agent.py): the model's output was blocked by a content filter.
+_HARNESS_PROMPT = re.compile(r"\A\s*Your previous response was blocked by the model's content filter")
 #: First keys of a serialized event or conversation state (pydantic writes fields in class order).
 _FIRST_KEYS = frozenset({"id", "kind", "timestamp", "source", "agent", "workspace", "persistence_dir"})
 _EVENT_FILE = re.compile(r"^event-(\d+)(?:-[\w-]+)?\.json$")
@@ -178,8 +185,10 @@ class _Conversation:
             if not text.strip():
                 return
             if as_str(event.get("source")) == "user" or message.get("role") == "user":
-                self.b.user(text, timestamp=stamp)
-                self.prompts.append(text)
+                harness = bool(_HARNESS_PROMPT.match(text))
+                self.b.user(text, timestamp=stamp, meta=harness)
+                if not harness:
+                    self.prompts.append(text)
             else:
                 self.b.assistant(text, timestamp=stamp)
         elif kind == "ActionEvent":
