@@ -86,3 +86,14 @@ def test_a_claude_code_transcript_is_not_taken_for_a_capture() -> None:
     session = Path(__file__).resolve().parents[2] / "shared" / "trajectories" / "claude_code"
     report, _ = ingest_file(session / "codemie-code" / "session-196820da.jsonl")
     assert report.format == "claude-code"
+
+
+def test_message_types_of_newer_releases_are_skipped_not_fatal(tmp_path: Path) -> None:
+    lines = CAPTURE.read_text().splitlines()
+    newer = [json.dumps({"type": "rate_limit_event", "rate_limit_info": {"status": "allowed"}, "uuid": "u-rl"}),
+             json.dumps({"type": "tool_use_summary", "summary": "Ran the ledger tests", "uuid": "u-ts"})]
+    path = tmp_path / "newer.jsonl"
+    path.write_text("\n".join([lines[0], *newer, *lines[1:]]) + "\n")
+    report, [main, sub] = ingest_file(path)
+    assert (report.status, report.format) == ("ok", "claude-code-stream-json")
+    assert len(main.tool_calls()) == 5 and len(sub.tool_calls()) == 1

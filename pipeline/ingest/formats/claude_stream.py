@@ -33,7 +33,8 @@ from pipeline.ingest.reader import Probe, iter_jsonl, load_json
 from pipeline.ingest.report import FileReport
 from pipeline.trajectory import Trajectory
 
-_TYPES = {"system", "assistant", "user", "result", "stream_event", "tool_progress", "auth_status"}
+_TYPES = {"system", "assistant", "user", "result", "stream_event", "tool_progress", "auth_status", "tool_use_summary",
+          "rate_limit_event", "keep_alive", "control_request", "control_response", "prompt_suggestion"}
 
 
 class ClaudeStreamJson(TrajectoryFormat):
@@ -53,7 +54,12 @@ class ClaudeStreamJson(TrajectoryFormat):
             return (fields.text("type") == "system" and fields.text("subtype") == "init"
                     and fields.kind("session_id") == "string")
         records = probe.records
-        if not records or not all(isinstance(r, dict) and as_str(r.get("type")) in _TYPES for r in records):
+        # Every line an SDK message (``type``, no rollout ``payload``), most of them of the known types:
+        # newer releases add message types, which the reader skips.
+        if not records or not all(isinstance(r, dict) and isinstance(r.get("type"), str) and "payload" not in r
+                                  for r in records):
+            return False
+        if sum(r["type"] in _TYPES for r in records) * 2 <= len(records):
             return False
         return any(r.get("type") == "system" and r.get("subtype") == "init" and isinstance(r.get("session_id"), str)
                    for r in records)
