@@ -112,3 +112,15 @@ def test_a_v0_session_store_is_read_from_its_first_cache_page(corpus: Path, tmp_
     assert len(t.tool_calls()) == len(whole.tool_calls()) > 0
     report, trajectories = ingest_file(session / "event_cache" / "5-10.json")
     assert (report.status, trajectories) == ("skipped", []) and "0-5.json" in report.errors[0].reason
+
+
+def test_an_events_folder_without_its_base_state_is_read_from_its_first_event(tmp_path: Path) -> None:
+    folder = tmp_path / "events"
+    shutil.copytree(CONVERSATION / "events", folder)
+    first, second, *_ = sorted(folder.glob("event-*.json"))
+    report, [t] = ingest_file(first)
+    assert (report.status, report.format) == ("ok", "openhands-v1")
+    assert [c.call_id for c in t.tool_calls()] == raw_calls(raw_events(CONVERSATION))
+    assert t.session_id is None and t.cwd == "/workspace/project/tinycli"
+    report, trajectories = ingest_file(second)
+    assert (report.status, trajectories) == ("skipped", [])

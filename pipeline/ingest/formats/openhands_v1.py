@@ -15,8 +15,9 @@ per file; some tools keep the events as one JSONL file instead. Events are
 * ``ConversationErrorEvent{code, detail}``: the run failed; ``SystemPromptEvent``, ``TokenEvent``,
   ``ConversationStateUpdateEvent``, ``Condensation*``, ``PauseEvent``: bookkeeping, no steps.
 
-``base_state.json`` is the conversation's entry: it reads its ``events/`` folder. An event file met
-alone is reported skipped (it is read with its conversation). ``execution_status`` ``error`` or
+``base_state.json`` is the conversation's entry: it reads its ``events/`` folder; without one (an
+``events/`` folder copied on its own) the first event file reads the folder. The other event files
+are reported skipped (they are read with their conversation). ``execution_status`` ``error`` or
 ``stuck`` fails the run; a ``finish`` call or ``finished`` leaves the verdict to the evidence.
 """
 
@@ -116,11 +117,14 @@ class OpenHandsV1(TrajectoryFormat):
                     report.error(f"expected a JSON object, found {type(document).__name__}")
                 return
             if as_str(document.get("kind")) in KINDS:
-                report.status = "skipped"
-                report.error(_SKIP_EVENT)
-                return
-            state = document
-            events = _folder_events(path.parent / "events", report)
+                if (path.parent.parent / "base_state.json").is_file() or not _first_event(path):
+                    report.status = "skipped"
+                    report.error(_SKIP_EVENT)
+                    return
+                events = _folder_events(path.parent, report)  # no base_state.json: the first event reads them all
+            else:
+                state = document
+                events = _folder_events(path.parent / "events", report)
         conversation = _Conversation(path, state)
         for line, event in events:
             if not isinstance(event, dict):
@@ -141,6 +145,18 @@ class OpenHandsV1(TrajectoryFormat):
 def _events_only(records: list[Any]) -> bool:
     return all(isinstance(r, dict) and as_str(r.get("kind")) in KINDS for r in records) and any(
         as_str(r.get("source")) in ("user", "agent", "environment") for r in records)
+
+
+def _first_event(path: Path) -> bool:
+    """``path`` is the lowest-numbered ``event-<n>*.json`` of its folder."""
+    found = _EVENT_FILE.match(path.name)
+    if found is None:
+        return False
+    try:
+        numbers = [int(m.group(1)) for p in path.parent.iterdir() if (m := _EVENT_FILE.match(p.name))]
+    except OSError:
+        return False
+    return int(found.group(1)) == min(numbers)
 
 
 def _folder_events(folder: Path, report: FileReport) -> Iterator[tuple[int | None, Any]]:
