@@ -122,17 +122,6 @@ def _droid_settings(probe: Probe) -> bool:
     return _object_with(probe, "autonomyMode") and ("reasoningEffort" in probe.fields or "model" in probe.fields)
 
 
-_OPENHANDS_KINDS = re.compile(r"\A(?:SystemPrompt|Message|Action|Observation|AgentError|ConversationStateUpdate|Token|"
-                              r"Condensation|UserReject|Pause)\w*Event\Z")
-
-
-def _openhands_v1(probe: Probe) -> bool:
-    first = _record(probe)
-    kind = first.get("kind")
-    return isinstance(kind, str) and bool(_OPENHANDS_KINDS.match(kind)) and \
-        first.get("source") in ("agent", "user", "environment")
-
-
 _CURSOR_KEYS = ("composer.composerData", "aiService.prompts", "workbench.panel.aichat.view.aichat.chatdata",
                 "composerData:", "bubbleId:")
 
@@ -165,7 +154,6 @@ LOOKALIKES: tuple[Lookalike, ...] = (
     Lookalike("Qwen Code", "chat", _qwen_chat),
     Lookalike("Factory Droid", "session", _droid),
     Lookalike("Factory Droid", "session settings file", _droid_settings),
-    Lookalike("OpenHands V1", "conversation event", _openhands_v1),
     Lookalike("Cursor", "state database exported as JSON", _cursor_dump),
 )
 

@@ -6,8 +6,10 @@ from pipeline.ingest.base import TrajectoryFormat
 from pipeline.ingest.formats.aider import Aider
 from pipeline.ingest.formats.atif import Atif
 from pipeline.ingest.formats.claude_code import ClaudeCode
+from pipeline.ingest.formats.claude_stream import ClaudeStreamJson
 from pipeline.ingest.formats.cline import ClineTasks
 from pipeline.ingest.formats.codex import CodexRollout
+from pipeline.ingest.formats.codex_exec import CodexExecJson
 from pipeline.ingest.formats.continue_dev import ContinueSessions
 from pipeline.ingest.formats.copilot_cli import CopilotCli
 from pipeline.ingest.formats.copilot_vscode import CopilotVscode
@@ -15,6 +17,7 @@ from pipeline.ingest.formats.gemini_cli import GeminiCli
 from pipeline.ingest.formats.mini_swe_agent import MiniSweAgent
 from pipeline.ingest.formats.opencode import OpenCodeStorage
 from pipeline.ingest.formats.openhands import OpenHands
+from pipeline.ingest.formats.openhands_v1 import OpenHandsV1
 from pipeline.ingest.formats.swe_agent import SweAgent
 from pipeline.plugins import hookimpl
 
@@ -22,14 +25,17 @@ from pipeline.plugins import hookimpl
 @hookimpl
 def register_formats(register: Callable[[TrajectoryFormat], None]) -> None:
     register(ClaudeCode())
+    register(ClaudeStreamJson())
     register(MiniSweAgent())
     register(CodexRollout())
+    register(CodexExecJson())
     register(GeminiCli())
     register(CopilotCli())
     register(CopilotVscode())
     register(OpenCodeStorage())
     register(SweAgent())
     register(OpenHands())
+    register(OpenHandsV1())
     register(Atif())
     register(Aider())
     register(ClineTasks())

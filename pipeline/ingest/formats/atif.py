@@ -13,6 +13,12 @@ of ``model_name``, calls written as ``{id, name, arguments}`` and their results 
 "Tool result for <id>" holding ``{content, result{success}}``. Harbor keeps the verdict beside
 the trial: ``result.json`` (``verifier_result.rewards.reward``) and ``verifier/reward.txt``; a
 reward of 1 is ``resolved``, less is ``failed``. See §9 of ../shared/docs/trajectory-formats.md.
+
+A call's exit code and failure may also sit in the *step's* ``extra`` (v1.5+, Harbor's converters):
+``tool_call_details{<call id>: {metadata{exit_code}, status}}`` for a step of several calls,
+``tool_metadata{exit_code}`` / ``tool_result_metadata{is_error}`` / ``status`` for a step of one,
+and a call's own ``extra{exit_code, is_error, status}``; a ``status`` of ``failed`` (or
+``error`` / ``declined``) is a failure. The observation result's own ``extra`` wins over these.
 """
 
 from __future__ import annotations
@@ -169,6 +175,8 @@ class _Reader:
         self.builder.set(cwd=as_str(cwds[0]) if cwds else None)
         self.results: dict[str, list[dict[str, Any]]] = {}
         self.calls_seen: set[str] = set()
+        #: What a step's (or a call's) ``extra`` says of a call's result: (exit code, is_error).
+        self.facts: dict[str, tuple[int | None, bool | None]] = {}
 
     def read(self, steps: list[Any]) -> None:
         called = self._collect_results(steps)
@@ -190,10 +198,14 @@ class _Reader:
         for step in steps:
             if not isinstance(step, dict):
                 continue
-            for call in as_list(step.get("tool_calls")):
+            calls = as_list(step.get("tool_calls"))
+            for call in calls:
                 call_id = _call_id(call)
                 if call_id:
                     called.add(call_id)
+                    facts = _step_facts(as_dict(step.get("extra")), call, len(calls))
+                    if facts != (None, None):
+                        self.facts[call_id] = facts
         for step in steps:
             if not isinstance(step, dict):
                 continue
@@ -257,6 +269,9 @@ class _Reader:
 
     def _result(self, call_id: str | None, tool: str, result: dict[str, Any], stamp: Any, sidechain: bool) -> None:
         text, is_error, exit_code = _result_text(result)
+        step_code, step_error = self.facts.get(call_id or "", (None, None))
+        exit_code = exit_code if exit_code is not None else step_code
+        is_error = is_error if is_error is not None else step_error
         if exit_code is None and is_shell_tool(tool):
             match = _EXIT_CODE.match(text)
             exit_code = int(match.group(1)) if match else None
@@ -333,6 +348,24 @@ def _result_text(result: dict[str, Any]) -> tuple[str, bool | None, int | None]:
         section = _EXIT_SECTION.search(text_of(result.get("content")))
         code = int(section.group(1)) if section else None
     return text, is_error, code
+
+
+_FAILED = frozenset({"failed", "error", "declined", "errored"})
+
+
+def _step_facts(extra: dict[str, Any], call: Any, calls: int) -> tuple[int | None, bool | None]:
+    """(exit code, is_error) of one call as its step's ``extra`` or its own ``extra`` records them."""
+    own = as_dict(as_dict(call).get("extra"))
+    details = as_dict(as_dict(extra.get("tool_call_details")).get(_call_id(call)))
+    places = [own, details, as_dict(details.get("metadata"))]
+    if calls == 1:  # a step of one call: the step's own facts are that call's
+        places += [as_dict(extra.get("tool_metadata")), as_dict(extra.get("tool_result_metadata")), extra]
+    code = next((v for p in places if isinstance(v := p.get("exit_code"), int) and not isinstance(v, bool)), None)
+    error = next((v for p in places if isinstance(v := p.get("is_error"), bool)), None)
+    if error is None:
+        status = next((as_str(p.get("status")).lower() for p in places if isinstance(p.get("status"), str)), "")
+        error = True if status in _FAILED else None
+    return code, error
 
 
 def _arguments(value: Any) -> dict[str, Any]:

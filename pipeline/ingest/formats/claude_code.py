@@ -2,8 +2,13 @@
 
 One JSON entry per line. Assistant API responses are split over several lines sharing
 ``message.id``; tool results come back as *user* entries holding ``tool_result`` blocks.
-Entry types we do not use (file-history-snapshot, queue-operation, progress, the 2.1.x
-additions ...) are skipped, never fatal. See ../shared/docs/trajectory-formats.md §1, §12.
+Entry types we do not use (file-history-snapshot, permission-mode, custom-title, agent-name,
+api_error and compaction boundaries ...) are skipped, never fatal; the 2.x ones that carry
+something are read (``_Transcript.add``): a prompt queued while the agent was busy and handed
+to it mid-turn (``queue-operation`` ``remove``; 2.1.x writes a ``queued_command`` attachment
+instead), a local slash command (``system`` ``local_command``), the pull request the session
+opened (``pr-link``: its repository), and a subagent's own messages streamed into the parent
+(``progress`` ``agent_progress``). See ../shared/docs/trajectory-formats.md §1, §12.
 
 Subagents. Claude Code has written them three ways: inline in the session file with
 ``isSidechain: true`` (1.0.x), as ``agent-<id>.jsonl`` beside the session (<= 2.0) and as
@@ -16,6 +21,13 @@ rather than merge into the parent: a subagent run is the best unit to distil (on
 self-contained task, its own tool calls, its own end), parallel subagents written inline would
 otherwise interleave their steps in the parent and muddle "last check after the last edit",
 and the same session reads the same way whichever Claude Code version recorded it.
+
+2.1.x also streams each subagent message into the parent as ``progress`` entries
+(``data.type: agent_progress``, ``data.agentId``, the message in ``data.message``; the older
+``data.normalizedMessages`` repeats every message so far and is never read). Those are the same
+messages as the subagent's own file, so they are read only when that file is not beside the
+session (``<session>/subagents/agent-<id>.jsonl`` or ``agent-<id>.jsonl``): a subagent's calls
+are counted once, from its file when there is one, from its parent otherwise.
 
 Branches. Entries form a tree through ``uuid`` / ``parentUuid``. Parallel tool calls branch
 it too (2.1.x hangs each result under its own tool_use line), so only a *turn* branch is a
@@ -161,11 +173,6 @@ def _str(value: Any) -> str | None:
     return value if isinstance(value, str) and value else None
 
 
-def _id(value: Any) -> str | None:
-    """A call id, redacted once here: the session keys its maps by it, and they are pickled."""
-    return sanitize(value) if isinstance(value, str) and value else None
-
-
 def _sanitized(value: Any) -> Any:
     """``value`` with every string in it redacted (a tool call's arguments)."""
     if isinstance(value, str):
@@ -188,6 +195,10 @@ class _Transcript:
         self.children: dict[str, list[str]] = {}
         self.sidechain_group: dict[str, str] = {}
         self.dropped: set[str] = set()
+        #: agent id -> whether the subagent's own file lies beside the session (``_own_file``)
+        self.agent_files: dict[str, bool] = {}
+        #: a pull request the session opened (``pr-link``), already redacted: its repository
+        self.pr_url: str | None = None
 
     def add(self, entry: dict[str, Any], line: int) -> None:
         kind = entry.get("type")
@@ -208,12 +219,57 @@ class _Transcript:
             for key in ("supersedesUuids", "retractedMessageUuids"):
                 if isinstance(entry.get(key), list):
                     self.dropped.update(u for u in entry[key] if isinstance(u, str))
+        if kind == "progress":
+            self._progress(entry, line)
+            return
+        if kind == "pr-link":
+            url = _str(entry.get("prRepository")) or _str(entry.get("prUrl"))  # owner/name, else its URL
+            self.pr_url = self.pr_url or (sanitize(url) if url else None)
+            return
+        if kind == "queue-operation":
+            self._session(_MAIN).queue(entry)
+            return
+        if kind == "system" and entry.get("subtype") == "local_command":
+            self._session(group).local_command(entry, uuid)
+            return
         if kind not in ("user", "assistant", "attachment"):
             return
+        self._session(group).add(entry, kind, uuid, message)
+
+    def _session(self, group: str) -> _Session:
         session = self.sessions.get(group)
         if session is None:
             session = self.sessions[group] = _Session(self.path, group)
-        session.add(entry, kind, uuid, message)
+        return session
+
+    def _progress(self, entry: dict[str, Any], line: int) -> None:
+        """A subagent's message streamed into its parent (2.1.x ``agent_progress``), read as the
+        subagent's own entry -- unless the subagent's file is beside the session (read from there)."""
+        data = entry.get("data")
+        if not isinstance(data, dict) or data.get("type") != "agent_progress":
+            return  # hook, bash, search progress: what the final entries say anyway
+        agent, inner = _str(data.get("agentId")), data.get("message")
+        if agent is None or not isinstance(inner, dict) or inner.get("type") not in ("user", "assistant"):
+            return
+        if self._own_file(agent):
+            return
+        nested = {key: entry[key] for key in ("sessionId", "cwd", "gitBranch", "version") if key in entry}
+        nested.update(inner)
+        nested.update(isSidechain=True, agentId=agent)
+        self.add(nested, line)
+
+    def _own_file(self, agent: str) -> bool:
+        """Is ``agent-<agent>.jsonl`` beside the session (2.1.x ``<session>/subagents/``, or <= 2.0)?"""
+        known = self.agent_files.get(agent)
+        if known is None:
+            name = f"agent-{agent}.jsonl"
+            folder = self.path.parent
+            try:
+                known = (folder / self.path.stem / "subagents" / name).is_file() or (folder / name).is_file()
+            except OSError:
+                known = False
+            self.agent_files[agent] = known
+        return known
 
     def _group(self, entry: dict[str, Any], uuid: str | None, parent: str | None, line: int) -> str:
         if entry.get("isSidechain") is not True:
@@ -259,6 +315,7 @@ class _Transcript:
         project = main.builder.fields.get("cwd") if main is not None else None
         ordered = sorted(self.sessions.values(), key=lambda s: s.group != _MAIN)
         identity = Identity()
+        identity.remote(self.pr_url)
         for session in ordered:
             cwd = project or session.builder.fields.get("cwd")
             identity.folder(cwd)
@@ -271,9 +328,9 @@ class _Transcript:
 class _Session:
     """The steps of one agent (main or subagent) of the file."""
 
-    def __init__(self, path: Path, group: str) -> None:
+    def __init__(self, path: Path, group: str, source_format: str = "claude-code") -> None:
         self.group = group
-        self.builder = TrajectoryBuilder(source_format=ClaudeCode.name, agent=ClaudeCode.agent,
+        self.builder = TrajectoryBuilder(source_format=source_format, agent=ClaudeCode.agent,
                                          source_path=str(path))
         self.step_entries: list[str | None] = []
         self.models: dict[str, int] = {}
@@ -283,6 +340,11 @@ class _Session:
         self.diffed: set[str] = set()
         self.pending_diffs: dict[str, tuple[str, dict[str, Any], str]] = {}
         self.header_done = False
+        #: prompts typed while the agent was busy, waiting in Claude Code's queue (``queue``)
+        self.queued: list[str] = []
+        #: queued prompts added from one record kind, by text, until the other kind names them too:
+        #: ``queue`` for ``queue-operation`` ``remove``, ``attachment`` for ``queued_command`` (``_deliver``)
+        self.delivered: dict[str, list[str]] = {"queue": [], "attachment": []}
 
     def __getstate__(self) -> dict[str, Any]:
         """What an incremental read stores in the state database: no session text unredacted.
@@ -299,6 +361,7 @@ class _Session:
             clean = sanitize(model)
             models[clean] = models.get(clean, 0) + count
         state["models"] = models
+        state["queued"] = [sanitize(text) for text in self.queued]
         return state
 
     def add(self, entry: dict[str, Any], kind: str, uuid: str | None, message: dict[str, Any]) -> None:
@@ -335,7 +398,7 @@ class _Session:
             # zlib.crc32, not hash(): the key must match across processes when a read resumes.
             btype = block.get("type")
             text = _str(block.get("text"))
-            block_id = _id(block.get("id"))  # redacted: the keys of seen_blocks are pickled
+            block_id = self._id(block.get("id"))  # redacted: the keys of seen_blocks are pickled
             key = block_id or f"{message.get('id')}:{position}:{zlib.crc32((text or '').encode())}"
             if key in self.seen_blocks:
                 continue  # the same block written again by a later line of the same response
@@ -412,10 +475,50 @@ class _Session:
             return
         prompt = attachment.get("prompt")
         text = prompt if isinstance(prompt, str) else _result_text(prompt)
-        self._user_text(text, stamp, attachment.get("isMeta") is True, sidechain)
+        self._deliver("attachment", text, stamp, attachment.get("isMeta") is True, sidechain)
+
+    def queue(self, entry: dict[str, Any]) -> None:
+        """Claude Code's prompt queue (``queue-operation``, 2.0.x on): what the person typed while the
+        agent worked. ``enqueue`` adds a prompt; ``dequeue`` takes the first for the next turn (it is
+        then written as a user entry); ``remove`` hands the first to the agent mid-turn, with the next
+        tool result -- written nowhere else before 2.1.x, so it becomes the person's step here;
+        ``popAll`` takes them all back into the input box (the edited prompt is queued again)."""
+        operation = entry.get("operation")
+        if operation == "enqueue":
+            content = entry.get("content")
+            text = content if isinstance(content, str) else _result_text(content) if content else ""
+            if text.strip():
+                self.queued.append(text)
+        elif operation == "popAll":
+            self.queued.clear()
+        elif operation in ("dequeue", "remove") and self.queued:
+            text = self.queued.pop(0)
+            if operation == "remove":
+                self._deliver("queue", text, entry.get("timestamp"), False, False)
+                self.step_entries.extend([None] * (len(self.builder.steps) - len(self.step_entries)))
+
+    def _deliver(self, source: str, text: str, stamp: Any, meta: bool, sidechain: bool) -> None:
+        """A queued prompt handed over mid-turn. Should both records of it be written (the queue's
+        ``remove`` and a ``queued_command`` attachment), the second is not another prompt."""
+        clean = sanitize(text)  # kept to compare, and pickled with the session: redacted
+        other = self.delivered["attachment" if source == "queue" else "queue"]
+        if clean in other:
+            other.remove(clean)
+            return
+        self.delivered[source].append(clean)
+        self._user_text(text, stamp, meta, sidechain)
+
+    def local_command(self, entry: dict[str, Any], uuid: str | None) -> None:
+        """A slash command Claude Code ran itself (2.1.x ``system`` ``local_command``): the person's
+        doing, not a request to the model, so it is kept as context."""
+        content = entry.get("content")
+        if isinstance(content, str) and content.strip():
+            before = len(self.builder.steps)
+            self._user_text(content, entry.get("timestamp"), True, self.group != _MAIN)
+            self.step_entries.extend([uuid] * (len(self.builder.steps) - before))
 
     def _tool_result(self, block: dict[str, Any], entry: dict[str, Any], stamp: Any, sidechain: bool) -> None:
-        call_id = _id(block.get("tool_use_id"))
+        call_id = self._id(block.get("tool_use_id"))
         if call_id:
             if call_id in self.answered:
                 return  # the same result written again
@@ -462,6 +565,12 @@ class _Session:
             step.result_index = new_index.get(step.result_index) if step.result_index is not None else None
         self.builder.steps = kept
         self.step_entries = [e for e in self.step_entries if e not in abandoned]
+
+    def _id(self, value: Any) -> str | None:
+        """A call id, redacted (and the redaction recorded) once, before the session keys its maps by it."""
+        if not isinstance(value, str) or not value:
+            return None
+        return self.builder._clean(value, len(self.builder.steps), "call_id")
 
     def build(self, repo: str | None = None) -> Trajectory:
         b = self.builder

@@ -6,6 +6,15 @@ messages, ``function_call`` / ``custom_tool_call`` / ``local_shell_call`` / ``we
 their ``*_output``) and ``event_msg`` (what the UI saw: the clean ``user_message``,
 ``exec_command_end`` with the exit code, ``patch_apply_end`` with the applied diff).
 
+0.118 and later add: ``world_state`` lines (the model's context: AGENTS.md, environments; no
+steps), ``tool_search_call`` / ``tool_search_output`` and ``image_generation_call`` items,
+``mcp_tool_call_end`` / ``dynamic_tool_call_response`` with the call's success (an MCP call
+whose ``function_call`` is not in the file is taken from the event's ``invocation``),
+``turn_aborted`` (the person interrupted the turn: a meta step), ``error`` and
+``task_complete.error`` (the turn ended on an error: a meta step), ``thread_name_updated`` (the
+thread's name, the task when no prompt is readable), and ``session_meta`` of forked or sub-agent
+threads (``forked_from_id`` / ``parent_thread_id``: the parent session).
+
 Why the joins: ``response_item`` user messages carry injected context (AGENTS.md,
 ``<environment_context>``, permissions), so the human prompt comes from ``event_msg/user_message``;
 0.1xx unified exec answers "Process running with session ID N" and the exit code only arrives
@@ -48,8 +57,10 @@ from pipeline.trajectory.builder import parse_time
 _LINE_TYPES = {"session_meta", "response_item", "event_msg", "turn_context", "compacted", "world_state",
                "inter_agent_communication", "inter_agent_communication_metadata"}
 _RESPONSE_TYPES = {"message", "reasoning", "function_call", "function_call_output", "custom_tool_call",
-                   "custom_tool_call_output", "local_shell_call", "web_search_call", "ghost_snapshot"}
-_CALLS = {"function_call", "custom_tool_call", "local_shell_call", "web_search_call"}
+                   "custom_tool_call_output", "local_shell_call", "web_search_call", "ghost_snapshot",
+                   "tool_search_call", "tool_search_output", "image_generation_call"}
+_CALLS = {"function_call", "custom_tool_call", "local_shell_call", "web_search_call", "tool_search_call",
+          "image_generation_call"}
 _ROLLOUT_HEAD = re.compile(rb'^\s*\{\s*"timestamp"\s*:\s*"[^"]*"\s*,\s*"type"\s*:\s*"(session_meta|response_item|'
                            rb'event_msg|turn_context|compacted)"')
 #: Tools that run a shell command and whose output holds (or is joined to) an exit code.
@@ -145,6 +156,8 @@ class _Rollout:
         self.waiting: dict[str, list[Any]] = {}  # still-running exec: [text, timestamp, exit code]
         self.exec_sessions: dict[str, str] = {}  # unified-exec session id -> the exec_command's call_id
         self.stdin_session: dict[str, str] = {}  # write_stdin call_id -> session id it polls
+        self.searches: dict[str, str] = {}  # web_search_end results by query (the end comes before the item)
+        self.thread_name: str | None = None
 
     # -- dispatch ----------------------------------------------------------------------
     def add(self, record: dict[str, Any], line: int) -> None:
@@ -180,8 +193,10 @@ class _Rollout:
         self.cwd = self.cwd or expect(meta, "cwd", str)
         url = git.get("repository_url")  # redacted first: a slug cut from a URL loses the URL's shape
         self.repo = self.repo or repo_slug(sanitize(url) if isinstance(url, str) else None)
-        self.b.set(session_id=expect(meta, "id", str),
-                   agent_version=expect(meta, "cli_version", str),
+        # First value wins (``set``): a fork copies its parent's lines after its own header.
+        parent = meta.get("forked_from_id") or meta.get("parent_thread_id")
+        self.b.set(session_id=expect(meta, "id", str), agent_version=expect(meta, "cli_version", str),
+                   parent_session_id=parent if isinstance(parent, str) and parent else None,
                    cwd=self.cwd, git_branch=git.get("branch") if isinstance(git.get("branch"), str) else None)
         started = parse_time(meta.get("timestamp")) or parse_time(stamp)
         if started is not None:
@@ -213,6 +228,8 @@ class _Rollout:
             self._call(kind, item, stamp, line)
         elif kind in ("function_call_output", "custom_tool_call_output"):
             self._output(item, stamp)
+        elif kind == "tool_search_output":
+            self._tool_search_output(item, stamp)
 
     def _event(self, event: dict[str, Any], stamp: Any) -> None:
         kind = event.get("type")
@@ -223,13 +240,30 @@ class _Rollout:
         elif kind == "patch_apply_end":
             self._patch_end(event)
         elif kind == "mcp_tool_call_end":
-            result = event.get("result")
-            call_id = expect(event, "call_id", str, "mcp_tool_call_end")
-            if call_id and isinstance(result, dict) and ("Err" in result or (
-                    isinstance(result.get("Ok"), dict) and result["Ok"].get("isError") is True)):
-                self._fact(call_id, is_error=True)
-        elif kind in ("task_complete", "turn_aborted"):
+            self._mcp_end(event, stamp)
+        elif kind == "dynamic_tool_call_response":
+            call_id = expect(event, "call_id", str, kind)
+            if call_id and isinstance(event.get("success"), bool):
+                self._fact(call_id, is_error=not event["success"])
+        elif kind == "web_search_end":
+            query = event.get("query")
+            results = event.get("results")
+            if isinstance(query, str) and isinstance(results, list):
+                self.searches[query] = "\n".join(
+                    " ".join(str(r[k]) for k in ("title", "url") if isinstance(r.get(k), str))
+                    for r in results if isinstance(r, dict))
+        elif kind in ("task_complete", "turn_aborted", "error"):
             self._flush_waiting()
+            error = event.get("error") if kind == "task_complete" else event
+            if kind == "turn_aborted":
+                reason = event.get("reason")
+                self.b.user(f"[turn aborted: {reason if isinstance(reason, str) else 'unknown'}]", timestamp=stamp,
+                            meta=True)
+            elif isinstance(error, dict) and isinstance(error.get("message"), str) and error["message"].strip():
+                self.b.user(f"[turn ended on an error] {error['message']}", timestamp=stamp, meta=True)
+        elif kind == "thread_name_updated":
+            name = event.get("thread_name")
+            self.thread_name = name.strip() if isinstance(name, str) and name.strip() else self.thread_name
 
     # -- people ------------------------------------------------------------------------
     def _user_message(self, event: dict[str, Any], stamp: Any) -> None:
@@ -262,6 +296,18 @@ class _Rollout:
         if kind == "web_search_call":
             self._web_search(item, call_id, stamp)
             return
+        if kind == "tool_search_call":
+            args = loads_object(item.get("arguments")) or {}
+            self.b.call("tool_search", call_id=call_id, text=describe("tool_search", args) if args else "tool_search",
+                        timestamp=stamp)
+            if call_id:
+                self.tools[call_id] = "tool_search"
+            return
+        if kind == "image_generation_call":
+            self._image_generation(item, stamp)
+            return
+        if call_id is not None and call_id in self.tools:
+            return  # already read: the same call written again, or taken from its mcp_tool_call_end
         if kind == "local_shell_call":
             name, raw, args = "local_shell", None, expect(item, "action", dict, kind) or {}
         else:
@@ -295,12 +341,64 @@ class _Rollout:
         action = expect(item, "action", dict, "web_search_call") or {}
         query = action.get("query") or action.get("url") or action.get("pattern") or ""
         self.b.call("web_search", call_id=call_id, text=f"web_search {query}".strip(), timestamp=stamp)
-        # The results went to the model and are not in the rollout; the status is what we know.
+        # The results went to the model; newer rollouts list their titles in web_search_end.
         status = item.get("status") if isinstance(item.get("status"), str) else "unknown"
-        self.b.result(call_id=call_id, text=f"web search {status}", is_error=status == "failed" or None,
+        found = self.searches.pop(query, "") if isinstance(query, str) else ""
+        self.b.result(call_id=call_id, text=f"web search {status}\n{found}".strip(),
+                      is_error=status == "failed" or None, timestamp=stamp)
+        if call_id:
+            self.answered.add(call_id)
+
+    def _image_generation(self, item: dict[str, Any], stamp: Any) -> None:
+        call_id = item.get("id") if isinstance(item.get("id"), str) else None
+        prompt = item.get("revised_prompt") if isinstance(item.get("revised_prompt"), str) else ""
+        self.b.call("image_generation", call_id=call_id, text=f"image_generation {prompt}".strip(), timestamp=stamp)
+        status = item.get("status") if isinstance(item.get("status"), str) else "unknown"
+        # ``result`` is the image itself (base64): only its status is worth keeping.
+        self.b.result(call_id=call_id, text=f"image generation {status}", is_error=status == "failed" or None,
                       timestamp=stamp)
         if call_id:
             self.answered.add(call_id)
+
+    def _tool_search_output(self, item: dict[str, Any], stamp: Any) -> None:
+        call_id = expect(item, "call_id", str, "tool_search_output")
+        if call_id is not None and call_id in self.answered:
+            return
+        names = []
+        for tool in item.get("tools") or []:
+            if isinstance(tool, dict):
+                inner = tool.get("tools") if isinstance(tool.get("tools"), list) else [tool]
+                names += [t["name"] for t in inner if isinstance(t, dict) and isinstance(t.get("name"), str)]
+        status = item.get("status")
+        text = "tools found: " + ", ".join(names) if names else "no tools found"
+        if call_id is None:
+            self.b.result(text=text, timestamp=stamp)
+        else:
+            self._answer(call_id, text, is_error=status == "failed" or None, stamp=stamp)
+
+    def _mcp_end(self, event: dict[str, Any], stamp: Any) -> None:
+        """An MCP call's end: its success, and the call itself when its ``function_call`` is not in the file."""
+        result = event.get("result")
+        call_id = expect(event, "call_id", str, "mcp_tool_call_end")
+        failed = isinstance(result, dict) and ("Err" in result or (
+            isinstance(result.get("Ok"), dict) and result["Ok"].get("isError") is True))
+        if call_id is None:
+            return
+        invocation = event.get("invocation")
+        if call_id not in self.tools and isinstance(invocation, dict):
+            server, tool = invocation.get("server"), invocation.get("tool")
+            name = f"mcp__{server}__{tool}" if isinstance(server, str) and isinstance(tool, str) else "mcp_tool"
+            args = invocation.get("arguments") if isinstance(invocation.get("arguments"), dict) else {}
+            self.b.call(name, call_id=call_id, text=describe(name, args) if args else name, paths=paths_in(args),
+                        timestamp=stamp)
+            self.tools[call_id] = name.lower()
+            if isinstance(result, dict):
+                ok = result.get("Ok")
+                text = as_text(ok.get("content")) if isinstance(ok, dict) else as_text(result.get("Err"))
+                self._answer(call_id, text, is_error=failed, stamp=stamp)
+            return
+        if failed:
+            self._fact(call_id, is_error=True)
 
     def _output(self, item: dict[str, Any], stamp: Any) -> None:
         call_id = expect(item, "call_id", str, str(item.get("type")))
@@ -417,7 +515,7 @@ class _Rollout:
                   *(t for t in (parse_time(self.first_stamp), parse_time(self.last_stamp)) if t is not None)]
         if stamps:
             b.set(started_at=min(stamps), ended_at=max(stamps))
-        b.task = pick_task(self.prompts)
+        b.task = pick_task(self.prompts) or self.thread_name
         return b.build()
 
 

@@ -12,6 +12,17 @@ A ``ToolCallRecord`` holds the call *and* its result, so each gives a call step 
 step. cwd is not recorded, only ``projectHash`` = sha256(project root): a directory the tools
 touched whose hash matches it is the cwd; nothing is guessed beyond that.
 
+Bare histories: the Gemini API's ``Content`` list ``[{role: user|model, parts[]}]`` that ``/chat
+save <tag>`` writes to ``checkpoint-<tag>.json`` beside ``chats/`` (older releases: the list
+itself; newer: ``{"history": [...], "authType": ...}``). A model part ``functionCall{id?, name,
+args}`` is a call, a user part ``functionResponse{id?, name, response{output|error}}`` its result
+(paired by id, else the oldest open call of that name); ``thought`` parts are skipped, and the
+opening context the CLI sends ("This is the Gemini CLI. We are setting up the context ...") is
+a meta step. No session id, model or time is in the file.
+
+Newer homes name the project folder (``~/.gemini/tmp/<project-name>/``) in place of the
+sha256 of its path and keep the project root in ``.project_root`` there: that is the cwd.
+
 ``logs.json`` beside ``chats/`` only lists the person's prompts (no model output, no tool
 calls) for sessions whose recordings hold them too: it is reported skipped, with that reason.
 See §7 of ../shared/docs/trajectory-formats.md.
@@ -66,6 +77,12 @@ PROTOCOL_ERRORS = re.compile(
     r"already exists|File not found(?:\. Cannot apply edit|: )|Path is a directory|File path must be (?:absolute|"
     r"within)|(?:The '\w+' parameter|Path) must be absolute|params must have required property|params/\S+ must|"
     r"Tool \"[^\"]+\" not found in registry)")
+#: ``{"history": [{"role": "user", "parts": ...`` (SWE-agent's ``history`` holds ``{role, content}``).
+_HISTORY = re.compile(r'^\s*\{\s*"history"\s*:\s*\[\s*(?:\]\s*,\s*"authType"|'
+                      r'\{\s*(?:"role"\s*:\s*"(?:user|model)"\s*,\s*)?"parts"\s*:)')
+_CONTEXT_OPENER = re.compile(r"^\s*(?:<session_context>\s*)?This is the Gemini CLI\. We are setting up the context "
+                             r"for our chat\.")
+_CONTEXT_CWD = re.compile(r"I'm currently working in the directory: (\S[^\n]*)|Workspace Directories:\*\*\s*\n\s*- (\S[^\n]*)")
 _ASSISTANT_TYPES = {"gemini", "model"}
 _NOTICE_TYPES = {"info", "error", "warning"}
 #: Directories whose hash we try against projectHash; bounded so a huge session stays cheap.
@@ -79,7 +96,7 @@ class GeminiCli(TrajectoryFormat):
     agent = "gemini-cli"
     description = "Gemini CLI chat recordings (legacy .json ConversationRecord, .jsonl with $set / $rewindTo)"
     locations = ("~/.gemini/tmp/*/chats/session-*.json", "~/.gemini/tmp/*/chats/session-*.jsonl",
-                 "~/.gemini/tmp/*/chats/*/*.jsonl")
+                 "~/.gemini/tmp/*/chats/*/*.jsonl", "~/.gemini/tmp/*/checkpoint-*.json")
     suffixes = (".json", ".jsonl")
     priority = 8
     protocol_errors = PROTOCOL_ERRORS
@@ -88,6 +105,11 @@ class GeminiCli(TrajectoryFormat):
         text = probe.text
         if _PROMPT_LOG.match(text):
             return '"type"' in text
+        if _HISTORY.match(text):
+            return True
+        if probe.first_char == "[" and probe.first_key in ("role", "parts"):
+            fields = probe.fields
+            return fields.text("role") in ("user", "model") and fields.kind("parts") == "array"
         if _PRETTY_RECORD.match(text) and all(f'"{key}"' in text for key in ("sessionId", "projectHash", "messages")):
             return True  # a ConversationRecord, pretty-printed or longer than the probe
         first = probe.records[0] if probe.records and _PRETTY_RECORD.match(text) else None
@@ -101,6 +123,21 @@ class GeminiCli(TrajectoryFormat):
             report.error(_SKIP_LOG)
             return
         chat = _Chat()
+        if head.lstrip()[:1] == b"[" or _HISTORY.match(head.decode("utf-8", errors="replace")):
+            document = load_json(path, report)
+            if document is None:
+                return
+            history = document.get("history") if isinstance(document, dict) else document
+            if not isinstance(history, list):
+                report.error(f"expected a list of Content ({{role, parts}}), found {type(history).__name__}")
+                return
+            trajectory = _history(path, history, report)
+            if trajectory is not None:
+                yield trajectory
+            elif not report.errors:
+                report.status = "skipped"
+                report.error("Gemini CLI saved chat without messages")
+            return
         if head.lstrip().split(b"\n", 1)[0].strip() == b"{":  # pretty-printed legacy JSON
             document = load_json(path, report)
             if document is None:
@@ -186,7 +223,7 @@ class _Chat:
         if not b.steps:
             return None
         meta = self.meta
-        cwd = _cwd(meta, self.seen_paths, self.result_heads)
+        cwd = _cwd(meta, self.seen_paths, self.result_heads) or _project_root(path)
         b.set(session_id=meta.get("sessionId") if isinstance(meta.get("sessionId"), str) else None,
               model=self.models.most_common(1)[0][0] if self.models else None, cwd=cwd,
               repo=resolve_repo(b.steps, cwd=sanitize(cwd) if cwd else None),  # the redacted cwd
@@ -243,6 +280,93 @@ class _Chat:
             exit_code = int(match.group(1)) if match else (0 if status == "success" and not failed else None)
         is_error = failed or status != "success" or exit_code not in (None, 0)
         b.result(call_id=call_id, text=text, exit_code=exit_code, is_error=is_error, timestamp=stamp)
+
+
+def _history(path: Path, history: list[Any], report: FileReport) -> Trajectory | None:
+    """A bare ``[{role, parts}]`` history: calls from model parts, results from user parts."""
+    b = TrajectoryBuilder(source_format=GeminiCli.name, agent=GeminiCli.agent, source_path=str(path))
+    prompts: list[str] = []
+    open_calls: dict[str, list[str]] = {}  # tool name -> ids of its calls not answered yet, oldest first
+    cwd = _project_root(path)  # else the directory the CLI's opening context names
+    for position, content in enumerate(history):
+        parts = content.get("parts") if isinstance(content, dict) else None
+        if not isinstance(parts, list):
+            report.error(f"history entry {position} is not a Content ({{role, parts}})")
+            continue
+        role = content.get("role")
+        texts = [p["text"] for p in parts if isinstance(p, dict) and isinstance(p.get("text"), str)
+                 and not p.get("thought")]
+        text = "\n".join(t for t in texts if t.strip())
+        if role == "model":
+            if text:
+                b.assistant(text)
+            for part in parts:
+                call = part.get("functionCall") if isinstance(part, dict) else None
+                if isinstance(call, dict):
+                    _history_call(b, call, f"{position}:{len(b.steps)}", open_calls)
+        elif role == "user":
+            if text:
+                meta = bool(_CONTEXT_OPENER.match(text))
+                b.user(text, meta=meta)
+                if not meta:
+                    prompts.append(text)
+                elif cwd is None and (found := _CONTEXT_CWD.search(text)):
+                    cwd = (found.group(1) or found.group(2)).strip()
+            for part in parts:
+                response = part.get("functionResponse") if isinstance(part, dict) else None
+                if isinstance(response, dict):
+                    _history_result(b, response, open_calls)
+    if not b.steps:
+        return None
+    b.set(cwd=cwd, repo=resolve_repo(b.steps, cwd=sanitize(cwd) if cwd else None))
+    b.task = pick_task(prompts)
+    return b.build()
+
+
+def _history_call(b: TrajectoryBuilder, call: dict[str, Any], fallback: str,
+                  open_calls: dict[str, list[str]]) -> None:
+    name = call.get("name") if isinstance(call.get("name"), str) and call["name"] else "tool"
+    args = call.get("args") if isinstance(call.get("args"), dict) else {}
+    call_id = call.get("id") if isinstance(call.get("id"), str) and call["id"] else f"{name}-{fallback}"
+    command = args.get("command") if name in _SHELL_TOOLS and isinstance(args.get("command"), str) else None
+    paths = paths_in(args)
+    b.call(name, call_id=call_id, text=command or describe(name, args), command=command, paths=paths,
+           diff=_diff(name, args, None, paths))
+    open_calls.setdefault(name, []).append(call_id)
+
+
+def _history_result(b: TrajectoryBuilder, response: dict[str, Any], open_calls: dict[str, list[str]]) -> None:
+    name = response.get("name") if isinstance(response.get("name"), str) else "tool"
+    waiting = open_calls.get(name) or []
+    call_id = response.get("id") if isinstance(response.get("id"), str) and response["id"] in waiting else (
+        waiting[0] if waiting else None)
+    if call_id in waiting:
+        waiting.remove(call_id)
+    body = response.get("response")
+    failed = isinstance(body, dict) and "error" in body
+    if isinstance(body, dict):
+        text = as_text(body["error"] if failed else body.get("output", body.get("llmContent", body)))
+    else:
+        text = as_text(body)
+    exit_code = None
+    if name in _SHELL_TOOLS:
+        match = _EXIT_CODE.search(text)
+        exit_code = int(match.group(1)) if match else None
+    b.result(call_id=call_id, text=text, exit_code=exit_code,
+             is_error=failed or exit_code not in (None, 0))  # the response says whether the tool failed
+
+
+def _project_root(path: Path) -> str | None:
+    """``.project_root`` of a named project folder: ``<folder>/chats/<file>`` or ``<folder>/<checkpoint>``."""
+    for folder in (path.parent, path.parent.parent):
+        marker = folder / ".project_root"
+        try:
+            if marker.is_file() and marker.stat().st_size < 4096:
+                root = marker.read_text(encoding="utf-8", errors="replace").strip()
+                return root if root.startswith(("/", "~")) or (len(root) > 2 and root[1] == ":") else None
+        except OSError:
+            return None
+    return None
 
 
 def _result(call: dict[str, Any]) -> tuple[str, bool]:

@@ -17,6 +17,12 @@ its ``cause`` names (in the older schema: the action before it). ``run`` observa
 exit code (``extras.metadata.exit_code``; -1 means still running at the timeout, so no code).
 The patch the harness collected becomes the result of a final ``submit`` call, as SWE-agent's
 and mini-swe-agent's submissions are. See §5 of ../shared/docs/trajectory-formats.md.
+
+The V0 server's own store, ``~/.openhands/sessions/<id>/``, keeps one file per event
+(``events/<n>.json``) and pages of 25 of them (``event_cache/<start>-<end>.json``, a JSON list
+of events, written once a page is full). A session is read from its first page, ``0-25.json``:
+every page in order, then the event files past the last page; the other pages are reported
+skipped.
 """
 
 from __future__ import annotations
@@ -46,6 +52,7 @@ from pipeline.ingest.report import FileReport
 from pipeline.trajectory import Outcome, Trajectory, TrajectoryBuilder
 
 _LIST_START = re.compile(r'\s*\[\s*\{')
+_CACHE_PAGE = re.compile(r"^(\d+)-(\d+)\.json$")
 _SOURCE = re.compile(r'"source"\s*:\s*"(?:user|agent|environment)"')
 _EVENT_KIND = re.compile(r'"(?:action|observation)"\s*:\s*"[a-z_]+"')
 _HISTORY = re.compile(r'"history"\s*:\s*\[\s*[\]{]')
@@ -105,7 +112,8 @@ class OpenHands(TrajectoryFormat):
                    "evaluation / GitHub resolver output.jsonl rows")
     locations = ("<exported trajectory>.json (UI: Export trajectory)",
                  "evaluation/evaluation_outputs/outputs/<dataset>/<agent>/<model>_maxiter_<n>/output.jsonl",
-                 "<resolver output dir>/output.jsonl")
+                 "<resolver output dir>/output.jsonl",
+                 "~/.openhands/sessions/<id>/event_cache/0-25.json (V0 server store)")
     suffixes = (".json", ".jsonl")
     priority = 3
     protocol_errors = PROTOCOL_ERRORS
@@ -127,7 +135,13 @@ class OpenHands(TrajectoryFormat):
         with path.open("rb") as handle:
             first = handle.read(4096).lstrip()[:1]
         if first == b"[":
-            events = load_json(path, report)
+            page = _CACHE_PAGE.match(path.name) if path.parent.name == "event_cache" else None
+            if page is not None and page.group(1) != "0":
+                report.status = "skipped"
+                report.error(f"a page of an OpenHands session's event cache: read with the session's first page, "
+                             f"{path.parent.name}/0-{int(page.group(2)) - int(page.group(1))}.json")
+                return
+            events = _session_events(path, report) if page is not None else load_json(path, report)
             if events is None and report.errors:
                 return  # load_json said why
             if not isinstance(events, list):
@@ -147,6 +161,28 @@ class OpenHands(TrajectoryFormat):
             trajectory = _row(path, report, line, row)
             if trajectory is not None:
                 yield trajectory
+
+
+def _session_events(first: Path, report: FileReport) -> list[Any] | None:
+    """A V0 session's events: its cache pages in order, then the event files written after the last page."""
+    pages = sorted((int(m.group(1)), p) for p in first.parent.glob("*.json") if (m := _CACHE_PAGE.match(p.name)))
+    events: list[Any] = []
+    for _, page in pages:
+        loaded = load_json(page, report)
+        if isinstance(loaded, list):
+            events += loaded
+        elif loaded is not None:
+            report.error(f"{page.name}: expected a JSON list of events, found {type(loaded).__name__}")
+    seen = {e.get("id") for e in events if isinstance(e, dict) and isinstance(e.get("id"), int)}
+    after = max(seen, default=-1)
+    folder = first.parent.parent / "events"
+    singles = sorted((int(p.stem), p) for p in folder.glob("*.json") if p.stem.isdigit()) if folder.is_dir() else []
+    for number, single in singles:
+        if number > after:
+            loaded = load_json(single, report)
+            if isinstance(loaded, dict):
+                events.append(loaded)
+    return events
 
 
 def _is_event(fields: Fields) -> bool:
