@@ -7,6 +7,7 @@ from pipeline.ingest.formats.aider import Aider
 from pipeline.ingest.formats.atif import Atif
 from pipeline.ingest.formats.claude_code import ClaudeCode
 from pipeline.ingest.formats.codex import CodexRollout
+from pipeline.ingest.formats.crush import Crush, OpenCodeGo
 from pipeline.ingest.formats.gemini_cli import GeminiCli
 from pipeline.ingest.formats.mini_swe_agent import MiniSweAgent
 from pipeline.ingest.formats.opencode import OpenCodeStorage
@@ -26,3 +27,5 @@ def register_formats(register: Callable[[TrajectoryFormat], None]) -> None:
     register(OpenHands())
     register(Atif())
     register(Aider())
+    register(Crush())
+    register(OpenCodeGo())

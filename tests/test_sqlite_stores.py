@@ -1,0 +1,188 @@
+"""Agents that keep their sessions in SQLite: the read-only store primitive and the readers on real stores.
+
+Counts in the tests come from the raw stores, read with the sqlite3 shell on a copy (the stores
+are in WAL mode: a copy of the file and its ``-wal`` together), e.g. for Crush::
+
+    cp crush.db crush.db-wal /tmp/x/ && sqlite3 /tmp/x/crush.db \\
+      "select count(*) from messages, json_each(messages.parts) where json_each.value->>'type' = 'tool_call'"
+"""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from pipeline.ingest import ingest_file, sqlite_store
+from pipeline.ingest.reader import Checkpoint, Probe
+from pipeline.ingest.report import FileReport
+from pipeline.ingest.watermark import Mode, read
+from pipeline.plugins import registered_formats
+from pipeline.trajectory import StepKind
+
+CORPUS = Path(__file__).resolve().parents[2] / "shared" / "trajectories"
+if not CORPUS.is_dir():
+    CORPUS = Path("/work/shared/trajectories")
+CRUSH = CORPUS / "crush" / "exabgp" / ".crush" / "crush.db"
+OPENCODE_GO = CORPUS / "crush" / "legacy_go_opencode__kashifkhan0771-utils" / ".opencode" / "opencode.db"
+
+pytestmark = pytest.mark.skipif(not CRUSH.exists(), reason="the real trajectory corpus is not here")
+
+
+def digests(path: Path) -> dict[str, str]:
+    """sha256 of the store and each companion file beside it."""
+    return {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(path.parent.glob(path.name + "*"))}
+
+
+def copy_store(path: Path, folder: Path) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    for part in path.parent.glob(path.name + "*"):
+        shutil.copyfile(part, folder / part.name)
+    return folder / path.name
+
+
+def calls(trajectory) -> int:
+    return sum(1 for s in trajectory.steps if s.kind is StepKind.TOOL_CALL)
+
+
+# -- the primitive ---------------------------------------------------------------------------
+def test_a_store_whose_rows_live_in_its_wal_is_read_and_left_as_it_was(tmp_path: Path) -> None:
+    """crush.db is a 4 KB header; the session's 34 messages are in crush.db-wal."""
+    store = copy_store(CRUSH, tmp_path / ".crush")
+    (tmp_path / ".crush" / "crush.db-shm").unlink()  # a copy without the shared-memory index
+    before = digests(store)
+    assert store.stat().st_size == 4096
+    report = FileReport(path=str(store))
+    with sqlite_store.open_store(store, report) as opened:
+        assert opened is not None
+        assert opened.has("messages", "parts", "provider")
+        assert sum(1 for _ in opened.select("messages", ("id",), report)) == 34
+    assert digests(store) == before  # nothing written, no -shm created beside it
+    assert not (tmp_path / ".crush" / "crush.db-shm").exists()
+    assert report.errors == []
+
+
+def test_the_real_stores_are_never_touched() -> None:
+    before = {p: digests(p) for p in (CRUSH, OPENCODE_GO)}
+    for path in before:
+        ingest_file(path)
+    assert {p: digests(p) for p in before} == before
+
+
+def test_schema_is_read_without_side_files_and_damage_is_reported(tmp_path: Path) -> None:
+    store = copy_store(OPENCODE_GO, tmp_path / ".opencode")
+    tables = sqlite_store.schema(Probe.read(store))
+    assert {"sessions", "messages", "files"} <= set(tables)
+    damaged = tmp_path / "damaged.db"
+    data = bytearray(store.read_bytes()[:8192])
+    data[100:4096] = b"\xff" * (4096 - 100)  # the schema page overwritten
+    damaged.write_bytes(bytes(data))
+    report = FileReport(path=str(damaged))
+    with sqlite_store.open_store(damaged, report) as opened:
+        assert opened is None
+    assert report.errors and "SQLite" in report.errors[0].reason
+    not_a_db = tmp_path / "notes.db"
+    not_a_db.write_text("hello")
+    assert ingest_file(not_a_db)[0].status == "skipped"
+
+
+def test_a_locked_store_is_still_read(tmp_path: Path) -> None:
+    """An agent writing its store holds a lock; the copy is read all the same."""
+    store = copy_store(OPENCODE_GO, tmp_path / ".opencode")
+    writer = sqlite3.connect(store)
+    try:
+        writer.execute("BEGIN EXCLUSIVE")
+        report, trajectories = ingest_file(store)
+    finally:
+        writer.rollback()
+        writer.close()
+    assert report.format == "opencode-go"
+    assert len(trajectories) == 7
+
+
+# -- Crush -----------------------------------------------------------------------------------
+def test_crush_store() -> None:
+    """One session, 34 messages (3 user, 17 assistant, 14 tool); 14 tool_call parts
+    (ls 4, glob 3, view 3, multiedit 2, edit 1, write 1) and 14 tool_result parts, one with
+    is_error (a multiedit whose old_string was not found)."""
+    report, trajectories = ingest_file(CRUSH)
+    assert report.format == "crush"
+    assert report.status == "ok", report.errors
+    assert len(trajectories) == 1
+    (t,) = trajectories
+    assert t.agent == "crush"
+    assert t.session_id == "4f04805a-caf7-4a47-b98f-b50e16556fa2"
+    assert calls(t) == 14
+    results = [s for s in t.steps if s.kind is StepKind.TOOL_RESULT]
+    assert len(results) == 14
+    assert all(s.call_index is not None for s in results)
+    errors = [s for s in results if s.is_error]
+    assert len(errors) == 1 and "old_string not found" in errors[0].text
+    assert errors[0].protocol_error  # the harness refused the edit, the project did not fail
+    assert t.model == "o4-mini"
+    assert t.task and t.task.startswith("`Please analyze this codebase")
+    # the view of a relative path answered for the absolute one: the project folder
+    assert t.cwd == "/Users/thomas/Code/github.com/exa-networks/exabgp/main"
+    edits = [s for s in t.steps if s.kind is StepKind.TOOL_CALL and s.tool in ("edit", "multiedit", "write")]
+    assert edits and all(s.diff for s in edits)
+    assert t.started_at is not None and t.started_at.year == 2025
+
+
+def test_go_opencode_store() -> None:
+    """7 sessions, 124 messages; 80 tool_call parts (edit 45, view 19, write 7, glob 4, patch 4,
+    grep 1) and 80 tool_result parts, 21 with is_error. Per session (in created order) the tool
+    calls are 8, 40, 4, 12, 14, 1, 1."""
+    report, trajectories = ingest_file(OPENCODE_GO)
+    assert report.format == "opencode-go"
+    assert report.status == "ok", report.errors
+    assert [calls(t) for t in trajectories] == [8, 40, 4, 12, 14, 1, 1]
+    assert sum(1 for t in trajectories for s in t.steps if s.kind is StepKind.TOOL_RESULT and s.is_error) == 21
+    assert {t.agent for t in trajectories} == {"opencode"}
+    assert all(t.cwd and t.cwd.startswith("/home/max/dev/utils") for t in trajectories)
+
+
+def test_crush_and_go_opencode_claim_only_their_own_stores() -> None:
+    by_name = {f.name: f for f in registered_formats()}
+    crush, go = by_name["crush"], by_name["opencode-go"]
+    assert crush.sniff(Probe.read(CRUSH)) and not go.sniff(Probe.read(CRUSH))
+    assert go.sniff(Probe.read(OPENCODE_GO)) and not crush.sniff(Probe.read(OPENCODE_GO))
+
+
+# -- increments ------------------------------------------------------------------------------
+def test_a_store_read_again_gives_only_its_new_and_changed_sessions(tmp_path: Path) -> None:
+    store = copy_store(OPENCODE_GO, tmp_path / ".opencode")
+    first = read(store, None, reader="r")
+    assert first.mode is Mode.NEW and len(first.trajectories) == 7
+    assert first.watermark is not None and first.watermark.state is not None
+    # nothing changed: not parsed again
+    again = read(store, first.watermark, reader="r")
+    assert again.mode is Mode.UNCHANGED
+    # one session gains a message: only that session is read again
+    con = sqlite3.connect(store)
+    session = con.execute("SELECT id FROM sessions ORDER BY created_at LIMIT 1").fetchone()[0]
+    con.execute("INSERT INTO messages (id, session_id, role, parts, model, created_at, updated_at) "
+                "VALUES ('m-new', ?, 'user', ?, NULL, 1751999999, 1751999999)",
+                (session, '[{"type":"text","data":{"text":"and now add tests"}}]'))
+    con.execute("UPDATE sessions SET updated_at = 1751999999 WHERE id = ?", (session,))
+    con.commit()
+    con.close()
+    grown = read(store, first.watermark, reader="r")
+    assert grown.mode is Mode.SESSIONS
+    assert [t.session_id for t in grown.trajectories] == [session]
+    assert grown.trajectories[0].steps[-1].text == "and now add tests"
+    assert grown.watermark is not None
+    assert set(first.watermark.trajectories) < set(grown.watermark.trajectories)
+    assert len(grown.watermark.trajectories) == 8
+
+
+def test_resume_without_changes_reads_nothing(tmp_path: Path) -> None:
+    store = copy_store(CRUSH, tmp_path / ".crush")
+    fmt = next(f for f in registered_formats() if f.name == "crush")
+    checkpoint = Checkpoint()
+    assert len(list(fmt.resume(store, FileReport(path=str(store)), checkpoint))) == 1
+    report = FileReport(path=str(store))
+    assert list(fmt.resume(store, report, checkpoint)) == []
+    assert report.status == "skipped"
