@@ -14,6 +14,7 @@ import shutil
 import sqlite3
 from pathlib import Path
 
+import orjson
 import pytest
 
 from pipeline.ingest import ingest_file, sqlite_store
@@ -186,3 +187,53 @@ def test_resume_without_changes_reads_nothing(tmp_path: Path) -> None:
     report = FileReport(path=str(store))
     assert list(fmt.resume(store, report, checkpoint)) == []
     assert report.status == "skipped"
+
+
+# -- Goose -----------------------------------------------------------------------------------
+GOOSE = CORPUS / "goose" / "jwp23-dotfiles" / "sessions" / "sessions.db"
+
+
+def test_goose_store_without_messages_is_detected_and_skipped() -> None:
+    """sessions.db: schema_version 5, one session (20251202_1, working_dir /Users/jpresley/workspace/tmp/vsl),
+    0 messages."""
+    before = digests(GOOSE)
+    report, trajectories = ingest_file(GOOSE)
+    assert report.format == "goose"
+    assert report.status == "skipped"
+    assert trajectories == []
+    assert "1 session" in report.errors[0].reason
+    assert digests(GOOSE) == before
+
+
+def test_goose_messages_added_to_the_real_store_are_read(tmp_path: Path) -> None:
+    """The real store with messages shaped as Goose's Message serializes them (its source: camelCase
+    content items, Result values as {status, value}); 2 tool calls, one failing."""
+    store = copy_store(GOOSE, tmp_path / "sessions")
+    con = sqlite3.connect(store)
+    rows = [
+        ("user", [{"type": "text", "text": "run the tests"}]),
+        ("assistant", [{"type": "text", "text": "Running them."},
+                       {"type": "toolRequest", "id": "t1", "toolCall": {"status": "success", "value": {
+                           "name": "developer__shell", "arguments": {"command": "pytest -q"}}}}]),
+        ("user", [{"type": "toolResponse", "id": "t1", "toolResult": {"status": "success", "value": [
+            {"type": "text", "text": "1 failed, 3 passed in 0.2s"}]}}]),
+        ("assistant", [{"type": "toolRequest", "id": "t2", "toolCall": {"status": "success", "value": {
+            "name": "developer__text_editor", "arguments": {"command": "str_replace", "path": "/x/a.py",
+                                                            "old_str": "a", "new_str": "b"}}}}]),
+        ("user", [{"type": "toolResponse", "id": "t2", "toolResult": {"status": "error",
+                                                                      "error": "no match for old_str"}}]),
+    ]
+    for stamp, (role, content) in enumerate(rows, 1764694735):
+        con.execute("INSERT INTO messages (session_id, role, content_json, created_timestamp) VALUES (?, ?, ?, ?)",
+                    ("20251202_1", role, orjson.dumps(content).decode(), stamp))
+    con.commit()
+    con.close()
+    report, (t,) = ingest_file(store)
+    assert report.format == "goose" and report.status == "ok", report.errors
+    assert t.cwd == "/Users/jpresley/workspace/tmp/vsl"
+    assert t.task == "run the tests"
+    tool_calls = [s for s in t.steps if s.kind is StepKind.TOOL_CALL]
+    assert [s.tool for s in tool_calls] == ["developer__shell", "developer__text_editor"]
+    assert tool_calls[0].command == "pytest -q" and tool_calls[1].diff
+    results = [s for s in t.steps if s.kind is StepKind.TOOL_RESULT]
+    assert [s.is_error for s in results] == [False, True]

@@ -9,6 +9,7 @@ from pipeline.ingest.formats.claude_code import ClaudeCode
 from pipeline.ingest.formats.codex import CodexRollout
 from pipeline.ingest.formats.crush import Crush, OpenCodeGo
 from pipeline.ingest.formats.gemini_cli import GeminiCli
+from pipeline.ingest.formats.goose import Goose
 from pipeline.ingest.formats.mini_swe_agent import MiniSweAgent
 from pipeline.ingest.formats.opencode import OpenCodeStorage
 from pipeline.ingest.formats.openhands import OpenHands
@@ -29,3 +30,4 @@ def register_formats(register: Callable[[TrajectoryFormat], None]) -> None:
     register(Aider())
     register(Crush())
     register(OpenCodeGo())
+    register(Goose())
