@@ -30,9 +30,10 @@ def failed_commands(t: Trajectory) -> list[Step]:
 
 
 def test_every_format_declares_its_refusals() -> None:
-    assert {f.name: f.protocol_errors is not None for f in registered_formats()} == {
-        name: True for name in ("claude-code", "codex", "gemini-cli", "opencode", "mini-swe-agent", "swe-agent",
-                                "openhands", "atif", "aider")}
+    declared = {f.name: f.protocol_errors is not None for f in registered_formats()}
+    assert declared == dict.fromkeys(declared, True)
+    assert {"claude-code", "codex", "gemini-cli", "opencode", "mini-swe-agent", "swe-agent", "openhands", "atif",
+            "aider", "crush", "opencode-go", "goose", "opencode-db", "opencode-export"} <= set(declared)
 
 
 def test_marks_are_on_results_only(corpus: Path) -> None:

@@ -237,3 +237,124 @@ def test_goose_messages_added_to_the_real_store_are_read(tmp_path: Path) -> None
     assert tool_calls[0].command == "pytest -q" and tool_calls[1].diff
     results = [s for s in t.steps if s.kind is StepKind.TOOL_RESULT]
     assert [s.is_error for s in results] == [False, True]
+    assert [s.protocol_error for s in results] == [False, False]  # "no match for old_str" is not Goose's wording
+
+
+# -- OpenCode 1.2+ -----------------------------------------------------------------------------
+TREE = CORPUS / "opencode" / "jwp23-dotfiles" / "storage"
+#: The tables of OpenCode 1.2's store as its drizzle schema declares them (packages/opencode/src/session/
+#: session.sql.ts, project.sql.ts; the columns this test fills).
+OPENCODE_SCHEMA = """
+CREATE TABLE project (id TEXT PRIMARY KEY, worktree TEXT NOT NULL, vcs TEXT, name TEXT,
+  time_created INTEGER NOT NULL, time_updated INTEGER NOT NULL, sandboxes TEXT NOT NULL DEFAULT '[]');
+CREATE TABLE session (id TEXT PRIMARY KEY, project_id TEXT NOT NULL, workspace_id TEXT, parent_id TEXT,
+  slug TEXT NOT NULL, directory TEXT NOT NULL, path TEXT, title TEXT NOT NULL, version TEXT NOT NULL,
+  share_url TEXT, summary_additions INTEGER, summary_deletions INTEGER, summary_files INTEGER,
+  summary_diffs TEXT, revert TEXT, permission TEXT, time_created INTEGER NOT NULL,
+  time_updated INTEGER NOT NULL, time_compacting INTEGER, time_archived INTEGER);
+CREATE TABLE message (id TEXT PRIMARY KEY, session_id TEXT NOT NULL, time_created INTEGER NOT NULL,
+  time_updated INTEGER NOT NULL, data TEXT NOT NULL);
+CREATE TABLE part (id TEXT PRIMARY KEY, message_id TEXT NOT NULL, session_id TEXT NOT NULL,
+  time_created INTEGER NOT NULL, time_updated INTEGER NOT NULL, data TEXT NOT NULL);
+"""
+
+
+def tree_sessions() -> list[tuple[dict, list[tuple[dict, list[dict]]]]]:
+    """The real OpenCode 1.0.107 tree's sessions with their messages and parts, in id order."""
+    sessions = []
+    for path in sorted((TREE / "session").glob("*/ses_*.json")):
+        info = orjson.loads(path.read_bytes())
+        messages = []
+        for message_path in sorted((TREE / "message" / info["id"]).glob("msg_*.json")):
+            message = orjson.loads(message_path.read_bytes())
+            parts = [orjson.loads(p.read_bytes()) for p in sorted((TREE / "part" / message["id"]).glob("prt_*.json"))]
+            messages.append((message, parts))
+        sessions.append((info, messages))
+    return sessions
+
+
+def tree_as_store(folder: Path) -> Path:
+    """The same records as rows, the way OpenCode 1.2's migration moved the tree into its store."""
+    folder.mkdir(parents=True, exist_ok=True)
+    store = folder / "opencode.db"
+    con = sqlite3.connect(store)
+    con.executescript(OPENCODE_SCHEMA)
+    for project_path in (TREE / "project").glob("*.json"):
+        project = orjson.loads(project_path.read_bytes())
+        con.execute("INSERT INTO project (id, worktree, vcs, time_created, time_updated) VALUES (?, ?, ?, ?, ?)",
+                    (project["id"], project["worktree"], project.get("vcs"), project["time"]["created"],
+                     project["time"].get("updated", project["time"]["created"])))
+    for info, messages in tree_sessions():
+        con.execute("INSERT INTO session (id, project_id, slug, directory, title, version, time_created, "
+                    "time_updated) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                    (info["id"], info["projectID"], info["id"], info["directory"], info["title"], info["version"],
+                     info["time"]["created"], info["time"]["updated"]))
+        for message, parts in messages:
+            data = {k: v for k, v in message.items() if k not in ("id", "sessionID")}
+            con.execute("INSERT INTO message VALUES (?, ?, ?, ?, ?)",
+                        (message["id"], info["id"], message["time"]["created"], message["time"]["created"],
+                         orjson.dumps(data).decode()))
+            for part in parts:
+                data = {k: v for k, v in part.items() if k not in ("id", "sessionID", "messageID")}
+                con.execute("INSERT INTO part VALUES (?, ?, ?, ?, ?, ?)",
+                            (part["id"], message["id"], info["id"], message["time"]["created"],
+                             message["time"]["created"], orjson.dumps(data).decode()))
+    con.commit()
+    con.close()
+    return store
+
+
+def test_opencode_store_reads_as_the_tree_it_came_from(tmp_path: Path) -> None:
+    """The tree: 2 sessions, 12 messages, 5 tool parts (grep -l '"type": *"tool"' part/*/*.json).
+    In its store, the same sessions give the same steps as the tree's reader."""
+    store = tree_as_store(tmp_path / "opencode")
+    report, trajectories = ingest_file(store)
+    assert report.format == "opencode-db"
+    assert report.status == "ok", report.errors
+    assert len(trajectories) == 2
+    assert sum(calls(t) for t in trajectories) == 5
+    from_tree = {}
+    for path in sorted((TREE / "session").glob("*/ses_*.json")):
+        (t,) = ingest_file(path)[1]
+        from_tree[t.session_id] = t
+    for t in trajectories:
+        tree = from_tree[t.session_id]
+        assert [(s.kind, s.tool, s.text) for s in t.steps] == [(s.kind, s.tool, s.text) for s in tree.steps]
+        assert (t.cwd, t.model, t.task, t.agent) == (tree.cwd, tree.model, tree.task, tree.agent)
+        assert t.source_format == "opencode-db"
+
+
+def test_opencode_export_reads_as_the_tree_it_came_from(tmp_path: Path) -> None:
+    """`opencode export` nests the same records: {info, messages: [{info, parts}]}."""
+    total = 0
+    for info, messages in tree_sessions():
+        exported = tmp_path / f"{info['id']}.json"
+        exported.write_bytes(orjson.dumps({"info": info, "messages": [{"info": m, "parts": p} for m, p in messages]},
+                                          option=orjson.OPT_INDENT_2))
+        report, trajectories = ingest_file(exported)
+        assert report.format == "opencode-export", report.errors
+        assert report.status == "ok", report.errors
+        (t,) = trajectories
+        assert t.session_id == info["id"]
+        total += calls(t)
+    assert total == 5
+
+
+def test_an_opencode_store_session_that_changes_is_read_again_alone(tmp_path: Path) -> None:
+    store = tree_as_store(tmp_path / "opencode")
+    first = read(store, None, reader="r")
+    assert len(first.trajectories) == 2
+    con = sqlite3.connect(store)
+    part_id, data = con.execute("SELECT id, data FROM part WHERE data LIKE '%\"type\":\"tool\"%' "
+                                "ORDER BY id LIMIT 1").fetchone()
+    session = con.execute("SELECT session_id FROM part WHERE id = ?", (part_id,)).fetchone()[0]
+    changed = orjson.loads(data)
+    changed["state"] = {**changed["state"], "status": "error", "error": "aborted"}
+    con.execute("UPDATE part SET data = ?, time_updated = time_updated + 1 WHERE id = ?",
+                (orjson.dumps(changed).decode(), part_id))
+    con.commit()
+    con.close()
+    again = read(store, first.watermark, reader="r")
+    assert again.mode is Mode.SESSIONS
+    assert [t.session_id for t in again.trajectories] == [session]
+    assert any(s.is_error and s.text == "aborted" for s in again.trajectories[0].steps)

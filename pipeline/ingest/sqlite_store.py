@@ -10,9 +10,11 @@ and the copy is opened: SQLite replays the WAL (or rolls the journal back) there
 agent's files are only ever read as bytes. The copy is taken again when the files changed
 while they were copied (a checkpoint between the file and its WAL would tear it).
 
-Detection needs only the table names: a store without a WAL is asked through
-``immutable=1`` in place (no lock, no side file); one with a WAL is copied, and that copy is
-kept for the parse that follows (one at a time).
+Detection needs only the table names: the store is asked through ``immutable=1`` in place (no
+lock, no side file, its WAL not read); only when that finds no table and a WAL or journal is
+there (a store never checkpointed keeps its schema in the WAL too) is it copied, and that copy
+is kept for the parse that follows (one at a time). Other programs' ``.db`` files met on the way
+cost a read of their schema, not a copy.
 
 Everything read is bounded: the store's size (:data:`MAX_STORE_BYTES`), the rows of a query
 (:data:`MAX_ROWS`), the size of one value (:data:`MAX_VALUE_BYTES`, skipped and reported past
@@ -334,11 +336,8 @@ def schema(probe: Probe) -> Tables:
         if key in _SCHEMAS:
             _SCHEMAS.move_to_end(key)
             return _SCHEMAS[key]
-    tables: Tables = {}
-    wal = marks[1]
-    if not (wal and wal[0] > 0):
-        tables = _schema_in_place(path)
-    if not tables:
+    tables = _schema_in_place(path)
+    if not tables and (marks[1] or marks[2]):  # the schema is only in the WAL (never checkpointed)
         tables = _schema_of_copy(path)
     with _LOCK:
         _SCHEMAS[key] = tables

@@ -12,6 +12,7 @@ from pipeline.ingest.formats.gemini_cli import GeminiCli
 from pipeline.ingest.formats.goose import Goose
 from pipeline.ingest.formats.mini_swe_agent import MiniSweAgent
 from pipeline.ingest.formats.opencode import OpenCodeStorage
+from pipeline.ingest.formats.opencode_db import OpenCodeDb, OpenCodeExport
 from pipeline.ingest.formats.openhands import OpenHands
 from pipeline.ingest.formats.swe_agent import SweAgent
 from pipeline.plugins import hookimpl
@@ -31,3 +32,5 @@ def register_formats(register: Callable[[TrajectoryFormat], None]) -> None:
     register(Crush())
     register(OpenCodeGo())
     register(Goose())
+    register(OpenCodeDb())
+    register(OpenCodeExport())

@@ -48,8 +48,9 @@ from pipeline.trajectory.builder import parse_time
 
 _SESSION_COLUMNS = ("id", "parent_session_id", "title", "message_count", "created_at", "updated_at")
 _MESSAGE_COLUMNS = ("id", "role", "parts", "model", "provider", "created_at", "updated_at", "finished_at")
-#: Per session: how many messages, the last change and the last row (the session's mark).
-_MARKS = ("SELECT session_id, count(*), max(updated_at), max(created_at), max(rowid) FROM messages "
+#: Per session: how many messages, the last and the sum of their update times (an earlier message
+#: rewritten moves it), the last row (the session's mark).
+_MARKS = ("SELECT session_id, count(*), max(updated_at), total(updated_at), max(rowid) FROM messages "
           "GROUP BY session_id")
 _ZSTD = b"\x28\xb5\x2f\xfd"
 _SHELL_TOOLS = {"bash", "shell"}

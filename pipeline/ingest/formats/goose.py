@@ -22,6 +22,7 @@ are not read here. See §7 of ../shared/docs/trajectory-formats-newer.md.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -40,6 +41,12 @@ _SESSION_COLUMNS = ("id", "name", "description", "working_dir", "created_at", "u
 _MESSAGE_COLUMNS = ("id", "role", "content_json", "created_timestamp", "timestamp", "metadata_json")
 _MARKS = "SELECT session_id, count(*), max(id), max(created_timestamp) FROM messages GROUP BY session_id"
 _SHELL_TOOLS = {"shell", "bash"}
+#: Goose refusing a call (its developer extension's text editor, tool dispatch), after an optional
+#: error-code prefix: "'old_str' must appear exactly once in the file, but it does not appear in the
+#: file ...", "... appears multiple times", a tool the model named that does not exist.
+PROTOCOL_ERRORS = re.compile(
+    r"\A\s*(?:[\w -]{0,40}: )?(?:'old_str' must appear exactly once in the file|'old_str' and 'new_str' must "
+    r"be different|Could not interpret tool use|Tool .{1,100}? not found|Unknown tool|invalid tool call)")
 
 
 class Goose(StoreFormat):
@@ -51,6 +58,7 @@ class Goose(StoreFormat):
                  "~/Library/Application Support/Block/goose/sessions/sessions.db",
                  "%APPDATA%/Block/goose/data/sessions/sessions.db")
     priority = 5
+    protocol_errors = PROTOCOL_ERRORS
     empty = "Goose store without messages"
 
     def claims(self, tables: Tables, path: Path) -> bool:
