@@ -103,6 +103,7 @@ def read(path: Path, previous: Watermark | None, *, reader: str, ignore: sources
     reading = watermark.read(path, previous, reader=reader, locator=locator)
     if ignore and reading.report is not None:
         kept = [t for t in reading.trajectories if not ignore.covers_cwd(t.cwd)]
+        dropped_ones = [t for t in reading.trajectories if ignore.covers_cwd(t.cwd)]
         if len(kept) < len(reading.trajectories):
             dropped = len(reading.trajectories) - len(kept)
             reading.trajectories = kept
@@ -110,8 +111,9 @@ def read(path: Path, previous: Watermark | None, *, reader: str, ignore: sources
             reading.report.error(f"{dropped} session(s) ran below a folder in [sources] ignore_paths: dropped")
             if not kept:
                 reading.report.status = "skipped"
-            if reading.watermark is not None:
-                reading.watermark.trajectories = [t.id for t in kept]
+            if reading.watermark is not None:  # a store read by sessions lists earlier ones too: kept
+                gone = {t.id for t in dropped_ones}
+                reading.watermark.trajectories = [i for i in reading.watermark.trajectories if i not in gone]
     return reading
 
 

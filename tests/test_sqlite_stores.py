@@ -10,6 +10,7 @@ are in WAL mode: a copy of the file and its ``-wal`` together), e.g. for Crush::
 from __future__ import annotations
 
 import hashlib
+import random
 import shutil
 import sqlite3
 from pathlib import Path
@@ -17,7 +18,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from pipeline.ingest import ingest_file, sqlite_store
+from pipeline.ingest import PARSER_FAILED, ingest_file, sqlite_store
 from pipeline.ingest.reader import Checkpoint, Probe
 from pipeline.ingest.report import FileReport
 from pipeline.ingest.watermark import Mode, read
@@ -358,3 +359,164 @@ def test_an_opencode_store_session_that_changes_is_read_again_alone(tmp_path: Pa
     assert again.mode is Mode.SESSIONS
     assert [t.session_id for t in again.trajectories] == [session]
     assert any(s.is_error and s.text == "aborted" for s in again.trajectories[0].steps)
+
+
+# -- Cursor ----------------------------------------------------------------------------------
+CURSOR = CORPUS / "cursor_agent" / "cursor-history" / "workspaceStorage" / "state.vscdb"
+CURSOR_DUMP = CURSOR.parent / "f87f6e0b2cf1ae8645cc0c5ffaa99529.json"
+
+
+def test_cursor_ide_workspace_store() -> None:
+    """state.vscdb (Cursor ~0.42): composer.composerData holds 26 composers with 82 inline bubbles,
+    all with text; the chat pane's 5 tabs hold 49 bubbles, 44 with text. No tool calls in this era."""
+    before = digests(CURSOR)
+    report, trajectories = ingest_file(CURSOR)
+    assert report.format == "cursor-ide"
+    assert report.status == "ok", report.errors
+    assert len(trajectories) == 31
+    assert sum(len(t.steps) for t in trajectories) == 82 + 44
+    assert sum(calls(t) for t in trajectories) == 0
+    first = trajectories[0]
+    assert first.session_id == "090e988a-b2e3-4fcc-84e0-62a9401ae6ea"
+    assert first.task and first.task.startswith("add the following elements to the sidebar")
+    assert first.started_at is not None and first.started_at.year == 2024
+    assert digests(CURSOR) == before
+
+
+def test_cursor_dump_and_vscode_stores_are_not_claimed(tmp_path: Path) -> None:
+    """The Datasette JSON dump of such a table is not Cursor's file; nor is a VS Code store (same tables)."""
+    assert ingest_file(CURSOR_DUMP)[0].status == "skipped"
+    vscode = tmp_path / "state.vscdb"
+    con = sqlite3.connect(vscode)
+    con.execute("CREATE TABLE ItemTable (key TEXT UNIQUE ON CONFLICT REPLACE, value BLOB)")
+    con.execute("INSERT INTO ItemTable VALUES ('workbench.panel.markers.hidden', 'true')")
+    con.commit()
+    con.close()
+    assert ingest_file(vscode)[0].status == "skipped"
+
+
+def test_cursor_ide_global_store_with_tool_bubbles(tmp_path: Path) -> None:
+    """The newer global layout (cursorDiskKV: composerData:<id> listing headers, bubbleId:<id>:<bubble>
+    holding each bubble with toolFormerData), added to a copy of the real store as the docs describe it."""
+    store = copy_store(CURSOR, tmp_path / "globalStorage")
+    con = sqlite3.connect(store)
+    con.execute("CREATE TABLE cursorDiskKV (key TEXT UNIQUE ON CONFLICT REPLACE, value BLOB)")
+    composer = {"composerId": "c-1", "name": "fix tests", "createdAt": 1750000000000, "lastUpdatedAt": 1750000100000,
+                "fullConversationHeadersOnly": [{"bubbleId": "b1", "type": 1}, {"bubbleId": "b2", "type": 2},
+                                                {"bubbleId": "b3", "type": 2}]}
+    bubbles = {
+        "b1": {"type": 1, "text": "make the tests pass"},
+        "b2": {"type": 2, "text": "", "toolFormerData": {
+            "name": "run_terminal_cmd", "toolCallId": "t1", "status": "completed",
+            "params": '{"command": "pytest -q"}', "result": '{"output": "1 failed", "exitCode": 1}'}},
+        "b3": {"type": 2, "text": "One test fails.", "toolFormerData": {
+            "name": "edit_file", "toolCallId": "t2", "status": "error", "params": '{"target_file": "/w/a.py"}',
+            "result": '{"error": "The string to replace was not found in the file"}'}},
+    }
+    con.execute("INSERT INTO cursorDiskKV VALUES (?, ?)", ("composerData:c-1", orjson.dumps(composer)))
+    for bubble_id, bubble in bubbles.items():
+        con.execute("INSERT INTO cursorDiskKV VALUES (?, ?)", (f"bubbleId:c-1:{bubble_id}", orjson.dumps(bubble)))
+    con.commit()
+    con.close()
+    report, trajectories = ingest_file(store)
+    assert report.status == "ok", report.errors
+    assert len(trajectories) == 32
+    t = next(t for t in trajectories if t.session_id == "c-1")
+    assert [s.tool for s in t.steps if s.kind is StepKind.TOOL_CALL] == ["run_terminal_cmd", "edit_file"]
+    results = [s for s in t.steps if s.kind is StepKind.TOOL_RESULT]
+    assert [(s.exit_code, s.is_error) for s in results] == [(1, True), (None, True)]
+    assert results[1].protocol_error
+
+
+def protobuf_bytes(field: int, value: bytes) -> bytes:
+    """One length-delimited protobuf field (lengths below 128)."""
+    return bytes([field << 3 | 2, len(value)]) + value
+
+
+def test_cursor_agent_cli_store(tmp_path: Path) -> None:
+    """A store.db laid out as the docs describe it (no real one was found): meta "0" hex JSON, message
+    blobs as JSON keyed by their sha256, a protobuf root listing them in order."""
+    folder = tmp_path / "chats" / ("0" * 32) / "agent-1"
+    folder.mkdir(parents=True)
+    store = folder / "store.db"
+    con = sqlite3.connect(store)
+    con.execute("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT)")
+    con.execute("CREATE TABLE blobs (id TEXT PRIMARY KEY, data BLOB)")
+    messages = [
+        {"role": "user", "id": "1", "content": [{"type": "text", "text": "<user_info>\nWorkspace Path: /home/me/app\n"
+                                                                          "</user_info>"}]},
+        {"role": "user", "id": "2", "content": [{"type": "text", "text": "list the files"}]},
+        {"role": "assistant", "id": "3", "content": [
+            {"type": "tool-call", "toolCallId": "c1", "toolName": "Shell", "args": {"command": "ls"}}]},
+        {"role": "tool", "id": "4", "content": [
+            {"type": "tool-result", "toolCallId": "c1", "toolName": "Shell", "result": "README.md"}]},
+        {"role": "assistant", "id": "5", "content": [{"type": "text", "text": "There is a README."}]},
+    ]
+    ids = []
+    for message in reversed(messages):  # stored out of order: the root says the order
+        data = orjson.dumps(message)
+        ids.insert(0, hashlib.sha256(data).digest())
+        con.execute("INSERT INTO blobs VALUES (?, ?)", (hashlib.sha256(data).hexdigest(), data))
+    root = b"".join(protobuf_bytes(1, i) for i in ids)
+    root_id = hashlib.sha256(root).hexdigest()
+    con.execute("INSERT INTO blobs VALUES (?, ?)", (root_id, root))
+    meta = {"agentId": "agent-1", "latestRootBlobId": root_id, "name": "List files", "mode": "auto-run",
+            "createdAt": 1760000000000, "lastUsedModel": "gpt-5"}
+    con.execute("INSERT INTO meta VALUES ('0', ?)", (orjson.dumps(meta).hex(),))
+    con.commit()
+    con.close()
+    report, (t,) = ingest_file(store)
+    assert report.format == "cursor-agent" and report.status == "ok", report.errors
+    assert (t.session_id, t.model, t.cwd, t.task) == ("agent-1", "gpt-5", "/home/me/app", "list the files")
+    assert [s.kind for s in t.steps] == [StepKind.USER, StepKind.USER, StepKind.TOOL_CALL, StepKind.TOOL_RESULT,
+                                         StepKind.ASSISTANT]
+    assert t.steps[2].command == "ls" and t.steps[3].call_index == 2
+
+
+# -- damage --------------------------------------------------------------------------------------
+STORES = [CRUSH, OPENCODE_GO, GOOSE, CURSOR]
+
+
+@pytest.mark.parametrize("original", STORES, ids=lambda p: p.name)
+@pytest.mark.parametrize("damage", ["truncated", "garbled page", "garbled wal"])
+def test_a_damaged_store_is_reported_never_raised(original: Path, damage: str, tmp_path: Path) -> None:
+    store = copy_store(original, tmp_path / original.parent.name)
+    (store.parent / f"{store.name}-shm").unlink(missing_ok=True)
+    wal = store.parent / f"{store.name}-wal"
+    if damage == "truncated":
+        store.write_bytes(store.read_bytes()[: max(4096, store.stat().st_size // 2)])
+    elif damage == "garbled page":
+        data = bytearray(store.read_bytes())
+        at = max(4096, len(data) // 2 // 4096 * 4096)
+        data[at:at + 4096] = random.Random(7).randbytes(4096)
+        store.write_bytes(bytes(data))
+    elif wal.exists():
+        data = bytearray(wal.read_bytes())
+        data[len(data) // 2: len(data) // 2 + 8192] = random.Random(7).randbytes(8192)
+        wal.write_bytes(bytes(data))
+    else:
+        pytest.skip("no WAL beside this store")
+    report, trajectories = ingest_file(store)
+    assert not any(PARSER_FAILED in e.reason for e in report.errors), report.errors
+    assert report.status in ("ok", "partial", "failed", "skipped")
+    assert len(report.trajectories) == len(trajectories)
+    if report.status != "ok" and report.status != "skipped":
+        assert report.errors
+
+
+def test_bad_bytes_in_a_cell_are_replaced_and_reported(tmp_path: Path) -> None:
+    """Invalid UTF-8 and NUL bytes inside a message's JSON: the message is kept, both reported."""
+    store = copy_store(OPENCODE_GO, tmp_path / ".opencode")
+    con = sqlite3.connect(store)
+    message_id, parts = con.execute("SELECT id, parts FROM messages WHERE role = 'user' ORDER BY created_at "
+                                    "LIMIT 1").fetchone()
+    at = parts.index('"text":"') + len('"text":"')
+    broken = parts[:at].encode() + b"\xff\xfe\x00\x00" + parts[at:].encode()
+    con.execute("UPDATE messages SET parts = CAST(? AS TEXT) WHERE id = ?", (broken, message_id))
+    con.commit()
+    con.close()
+    report, trajectories = ingest_file(store)
+    assert report.status == "partial"
+    reasons = " ".join(e.reason for e in report.errors)
+    assert "NUL bytes dropped" in reasons and "UTF-8" in reasons
+    assert [calls(t) for t in trajectories] == [8, 40, 4, 12, 14, 1, 1]

@@ -346,6 +346,27 @@ def schema(probe: Probe) -> Tables:
     return tables
 
 
+def ask(probe: Probe, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+    """The first rows of a detection query (one of the reader's constants), read in place like
+    :func:`schema` (``immutable=1``: no lock, no side file); [] when the store cannot answer."""
+    if not is_sqlite(probe):
+        return []
+    try:
+        con = sqlite3.connect(f"{probe.path.absolute().as_uri()}?mode=ro&immutable=1", uri=True,
+                              check_same_thread=False)
+    except (sqlite3.Error, ValueError):
+        return []
+    try:
+        con.text_factory = bytes
+        started = time.monotonic()
+        con.set_progress_handler(lambda: 1 if time.monotonic() - started > 5.0 else 0, 10_000)
+        return con.execute(sql, tuple(params)).fetchmany(16)
+    except sqlite3.Error:
+        return []
+    finally:
+        con.close()
+
+
 def _schema_in_place(path: Path) -> Tables:
     """The schema read in place with ``immutable=1``: no lock, no ``-shm``, nothing written."""
     try:

@@ -8,6 +8,7 @@ from pipeline.ingest.formats.atif import Atif
 from pipeline.ingest.formats.claude_code import ClaudeCode
 from pipeline.ingest.formats.codex import CodexRollout
 from pipeline.ingest.formats.crush import Crush, OpenCodeGo
+from pipeline.ingest.formats.cursor import CursorAgent, CursorIde
 from pipeline.ingest.formats.gemini_cli import GeminiCli
 from pipeline.ingest.formats.goose import Goose
 from pipeline.ingest.formats.mini_swe_agent import MiniSweAgent
@@ -34,3 +35,5 @@ def register_formats(register: Callable[[TrajectoryFormat], None]) -> None:
     register(Goose())
     register(OpenCodeDb())
     register(OpenCodeExport())
+    register(CursorIde())
+    register(CursorAgent())

@@ -53,9 +53,8 @@ class Goose(StoreFormat):
     name = "goose"
     agent = "goose"
     description = "Goose session stores (sessions.db: sessions, messages with Goose content JSON)"
-    locations = ("~/.local/share/goose/sessions/sessions.db",
-                 "${XDG_DATA_HOME:-~/.local/share}/goose/sessions/sessions.db",
-                 "~/Library/Application Support/Block/goose/sessions/sessions.db",
+    #: Linux and macOS share the XDG folder; Windows keeps it under %APPDATA%\Block\goose\data
+    locations = ("${XDG_DATA_HOME:-~/.local/share}/goose/sessions/sessions.db",
                  "%APPDATA%/Block/goose/data/sessions/sessions.db")
     priority = 5
     protocol_errors = PROTOCOL_ERRORS

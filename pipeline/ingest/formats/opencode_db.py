@@ -44,10 +44,8 @@ class OpenCodeDb(StoreFormat):
     name = "opencode-db"
     agent = "opencode"
     description = "OpenCode 1.2+ SQLite store (opencode.db: session, message and part rows with JSON data)"
-    locations = ("${XDG_DATA_HOME:-~/.local/share}/opencode/opencode.db",
-                 "~/.local/share/opencode/opencode.db",
-                 "~/Library/Application Support/opencode/opencode.db",
-                 "%LOCALAPPDATA%/opencode/opencode.db")
+    #: xdg-basedir's data folder on every system, macOS and Windows included
+    locations = ("${XDG_DATA_HOME:-~/.local/share}/opencode/opencode.db",)
     priority = 5
     protocol_errors = opencode.PROTOCOL_ERRORS
     empty = "OpenCode store without sessions"
