@@ -520,3 +520,31 @@ def test_bad_bytes_in_a_cell_are_replaced_and_reported(tmp_path: Path) -> None:
     reasons = " ".join(e.reason for e in report.errors)
     assert "NUL bytes dropped" in reasons and "UTF-8" in reasons
     assert [calls(t) for t in trajectories] == [8, 40, 4, 12, 14, 1, 1]
+
+
+def test_crush_bash_results_give_their_exit_code_and_folder(tmp_path: Path) -> None:
+    """A bash call and its result added to a copy of the real store as Crush's bash tool writes them:
+    stderr, then "Exit code N", then "<cwd>...</cwd>" (internal/llm/tools/bash.go)."""
+    store = copy_store(CRUSH, tmp_path / ".crush")
+    con = sqlite3.connect(store)
+    session = con.execute("SELECT id FROM sessions").fetchone()[0]
+    call = [{"type": "tool_call", "data": {"id": "call_b1", "name": "bash", "input": '{"command":"pytest -q"}',
+                                           "type": "function", "finished": True}},
+            {"type": "finish", "data": {"reason": "tool_use", "time": 1755639400}}]
+    result = [{"type": "tool_result", "data": {
+        "tool_call_id": "call_b1", "name": "bash", "is_error": False,
+        "content": "1 failed, 2 passed in 0.1s\nExit code 1\n\n<cwd>/srv/exabgp</cwd>",
+        "metadata": '{"start_time":1,"end_time":2,"output":"...","working_directory":"/srv/exabgp"}'}},
+        {"type": "finish", "data": {"reason": "stop", "time": 0}}]
+    for number, (role, parts) in enumerate([("assistant", call), ("tool", result)]):
+        con.execute("INSERT INTO messages (id, session_id, role, parts, model, created_at, updated_at, provider) "
+                    "VALUES (?, ?, ?, ?, 'o4-mini', ?, ?, 'openai')",
+                    (f"bash-{number}", session, role, orjson.dumps(parts).decode(), 1755639400 + number,
+                     1755639400 + number))
+    con.commit()
+    con.close()
+    (t,) = ingest_file(store)[1]
+    assert calls(t) == 15
+    last = t.steps[-1]
+    assert (last.kind, last.exit_code, last.is_error) == (StepKind.TOOL_RESULT, 1, True)
+    assert t.cwd == "/srv/exabgp"  # the shell's own folder is the best evidence

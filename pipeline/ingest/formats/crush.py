@@ -18,7 +18,7 @@ Crush added ``messages.provider``; a store without it is the Go OpenCode's (its 
 too). The comments say milliseconds, but the Go code writes Unix seconds: both are read. There
 is no working folder in the store: it is the folder around ``.crush/`` (or what the tools show,
 ``pipeline.ingest.formats._stores.Workdir``). A bash result ends with ``Exit code N`` when the
-command failed. See the "crush" folder of ../shared/trajectories.
+command failed, Crush's then with ``<cwd>/the/folder</cwd>``. See the "crush" folder of ../shared/trajectories.
 """
 
 from __future__ import annotations
@@ -54,7 +54,9 @@ _MARKS = ("SELECT session_id, count(*), max(updated_at), total(updated_at), max(
           "GROUP BY session_id")
 _ZSTD = b"\x28\xb5\x2f\xfd"
 _SHELL_TOOLS = {"bash", "shell"}
-_EXIT = re.compile(r"(?:^|\n)Exit code (-?\d+)\s*$")
+#: The end of a bash result: ``Exit code N`` when the command failed, then Crush's ``<cwd>...</cwd>``.
+_EXIT = re.compile(r"(?:^|\n)Exit code (-?\d+)\s*(?:<cwd>[^\n]*</cwd>\s*)?$")
+_CWD = re.compile(r"\n<cwd>([^\n]+)</cwd>\s*$")
 #: Crush / Go OpenCode refusing a call before running it (tool argument and file-state checks).
 PROTOCOL_ERRORS = re.compile(
     r"\A\s*(?:edit \d+ failed: )?(?:old_string not found in (?:the )?(?:file|content)|old_string appears multiple "
@@ -220,6 +222,8 @@ class _Session:
         exit_code = None
         if tool in _SHELL_TOOLS:
             self.workdir.state(metadata.get("working_directory"))
+            if cwd := _CWD.search(content):
+                self.workdir.state(cwd.group(1))
             found = _EXIT.search(content)
             exit_code = int(found.group(1)) if found else (None if data.get("is_error") else 0)
         is_error = bool(data.get("is_error")) or (exit_code not in (None, 0))
