@@ -138,10 +138,12 @@ def root_of(relative: str, absolute: str) -> str | None:
 class Workdir:
     """The evidence for a session's working folder, best first."""
 
-    def __init__(self, store_folder: str | None = None) -> None:
+    def __init__(self, store_folder: str | None = None, project: str | None = None) -> None:
         self.stated: str | None = None
         self.resolved: str | None = None
         self.store_folder = store_folder
+        #: The folder the whole store's files share (a store kept per project: its other sessions too).
+        self.project = project
         self.absolute: list[str] = []
 
     def state(self, folder: object) -> None:
@@ -165,6 +167,9 @@ class Workdir:
         folder = self.store_folder
         if folder and (not self.absolute or any(_under(p, folder) for p in self.absolute)):
             return folder
+        project = self.project
+        if project and (not self.absolute or all(_under(p, project) for p in self.absolute)):
+            return project
         if self.absolute:  # the store was moved: the folder its tools' paths share
             common = _common_folder(self.absolute)
             if common:
@@ -175,6 +180,11 @@ class Workdir:
 def _under(path: str, folder: str) -> bool:
     folder = folder.rstrip("/\\")
     return path == folder or path.startswith(folder + "/") or path.startswith(folder + "\\")
+
+
+def common_folder(paths: list[str]) -> str | None:
+    """The folder absolute paths share (the parent of a single file); None when only ``/`` is."""
+    return _common_folder(paths)
 
 
 def _common_folder(paths: list[str]) -> str | None:

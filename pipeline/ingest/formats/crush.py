@@ -38,7 +38,14 @@ from pipeline.ingest.formats._common import (
     pick_task,
     unified,
 )
-from pipeline.ingest.formats._stores import SessionEntry, StoreFormat, Workdir, ms, project_folder
+from pipeline.ingest.formats._stores import (
+    SessionEntry,
+    StoreFormat,
+    Workdir,
+    common_folder,
+    ms,
+    project_folder,
+)
 from pipeline.ingest.identity import resolve_repo
 from pipeline.ingest.report import FileReport
 from pipeline.ingest.sqlite_store import Store, Tables, loads, text
@@ -53,6 +60,8 @@ _MESSAGE_COLUMNS = ("id", "role", "parts", "model", "provider", "created_at", "u
 _MARKS = ("SELECT session_id, count(*), max(updated_at), total(updated_at), max(rowid) FROM messages "
           "GROUP BY session_id")
 _ZSTD = b"\x28\xb5\x2f\xfd"
+#: The files the sessions touched, to tell the project folder they all share (the store is the project's).
+_PROJECT_PATHS = "SELECT DISTINCT path FROM files LIMIT 2000"
 _SHELL_TOOLS = {"bash", "shell"}
 #: The end of a bash result: ``Exit code N`` when the command failed, then Crush's ``<cwd>...</cwd>``.
 _EXIT = re.compile(r"(?:^|\n)Exit code (-?\d+)\s*(?:<cwd>[^\n]*</cwd>\s*)?$")
@@ -88,13 +97,17 @@ class Crush(StoreFormat):
     def sessions(self, store: Store, report: FileReport) -> Iterator[SessionEntry]:
         marks = {text(row[0], report, "messages") if isinstance(row[0], bytes) else str(row[0]): list(row[1:])
                  for row in store.rows(_MARKS, report)}
+        found = store.rows(_PROJECT_PATHS, report) if store.has("files", "path") else iter(())
+        paths = [p for p in (text(r[0], report, "files") if isinstance(r[0], bytes) else r[0] for r in found)
+                 if isinstance(p, str) and p.startswith("/")]
+        project = common_folder(paths) if paths else None
         for session in store.select("sessions", _SESSION_COLUMNS, report, order="created_at, rowid"):
             session_id = session["id"]
             if not isinstance(session_id, str):
                 report.error(f"a session without a text id ({session_id!r}); skipped")
                 continue
             mark = [session.get("updated_at"), *marks.get(session_id, [0, None, None, None])]
-            yield session_id, mark, lambda s=session: _Session(self, store, s, report).read()
+            yield session_id, mark, lambda s=session: _Session(self, store, s, report, project).read()
 
 
 class OpenCodeGo(Crush):
@@ -112,10 +125,11 @@ class OpenCodeGo(Crush):
 
 
 class _Session:
-    def __init__(self, fmt: Crush, store: Store, session: dict[str, Any], report: FileReport) -> None:
+    def __init__(self, fmt: Crush, store: Store, session: dict[str, Any], report: FileReport,
+                 project: str | None) -> None:
         self.fmt, self.store, self.session, self.report = fmt, store, session, report
         self.b = TrajectoryBuilder(source_format=fmt.name, agent=fmt.agent, source_path=str(store.path))
-        self.workdir = Workdir(project_folder(store.path, fmt.data_folders))
+        self.workdir = Workdir(project_folder(store.path, fmt.data_folders), project)
         self.models: Counter[str] = Counter()
         self.prompts: list[str] = []
         self.last: Any = None
