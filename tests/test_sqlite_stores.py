@@ -549,3 +549,38 @@ def test_crush_bash_results_give_their_exit_code_and_folder(tmp_path: Path) -> N
     last = t.steps[-1]
     assert (last.kind, last.exit_code, last.is_error) == (StepKind.TOOL_RESULT, 1, True)
     assert t.cwd == "/srv/exabgp"  # the shell's own folder is the best evidence
+
+
+# -- Cursor chats exported by SpecStory ------------------------------------------------------------
+SPECSTORY = CORPUS / "cursor_ide_specstory" / "minsky"
+
+
+@pytest.mark.parametrize(("name", "tools", "users"), [
+    # grep -c '^```bash' (30), grep -c '^Read file' (8), blocks starting '```diff' (4), '<details>' (2)
+    ("2025-04-29_19-23-continuing-task-001.md",
+     {"run_terminal_cmd": 30, "read_file": 8, "edit_file": 4, "listed_directory": 2}, 7),
+    # 15 bash fences at a block's start, 1 'Read file', 5 '<details>' panels (3 listings, 2 codebase searches)
+    ("2025-04-30_01-13-task-011-progress-and-updates.md",
+     {"run_terminal_cmd": 15, "read_file": 1, "listed_directory": 3, "searched_codebase": 2}, 1),
+])
+def test_specstory_exports(name: str, tools: dict[str, int], users: int) -> None:
+    """Not SQLite, but Cursor's agent chats as SpecStory writes them out; one session per file."""
+    report, (t,) = ingest_file(SPECSTORY / name)
+    assert report.format == "cursor-specstory"
+    assert report.status == "ok", report.errors
+    found: dict[str, int] = {}
+    for step in t.steps:
+        if step.kind is StepKind.TOOL_CALL:
+            found[step.tool] = found.get(step.tool, 0) + 1
+    assert found == tools
+    assert sum(1 for s in t.steps if s.kind is StepKind.USER) == users
+    assert t.agent == "cursor" and t.started_at is not None
+    commands = [s for s in t.steps if s.kind is StepKind.TOOL_CALL and s.command]
+    assert all(s.result_index is not None for s in commands[:5])
+
+
+def test_a_cancelled_call_is_a_failed_one() -> None:
+    """'Cancelled' follows the Read file of startSession.test.ts in the first export."""
+    (t,) = ingest_file(SPECSTORY / "2025-04-29_19-23-continuing-task-001.md")[1]
+    (cancelled,) = [s for s in t.steps if s.kind is StepKind.TOOL_RESULT and s.text == "Cancelled"]
+    assert cancelled.is_error and t.steps[cancelled.call_index].tool == "read_file"

@@ -15,6 +15,7 @@ from pipeline.ingest.formats.mini_swe_agent import MiniSweAgent
 from pipeline.ingest.formats.opencode import OpenCodeStorage
 from pipeline.ingest.formats.opencode_db import OpenCodeDb, OpenCodeExport
 from pipeline.ingest.formats.openhands import OpenHands
+from pipeline.ingest.formats.specstory import SpecStory
 from pipeline.ingest.formats.swe_agent import SweAgent
 from pipeline.plugins import hookimpl
 
@@ -37,3 +38,4 @@ def register_formats(register: Callable[[TrajectoryFormat], None]) -> None:
     register(OpenCodeExport())
     register(CursorIde())
     register(CursorAgent())
+    register(SpecStory())
