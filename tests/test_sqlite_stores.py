@@ -18,7 +18,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from pipeline.ingest import PARSER_FAILED, ingest_file, sqlite_store
+from pipeline.ingest import PARSER_FAILED, ingest_file, iter_files, sqlite_store
 from pipeline.ingest.reader import Checkpoint, Probe
 from pipeline.ingest.report import FileReport
 from pipeline.ingest.watermark import Mode, read
@@ -207,25 +207,41 @@ def test_goose_store_without_messages_is_detected_and_skipped() -> None:
     assert digests(GOOSE) == before
 
 
+GOOSE_MESSAGES = [
+    ("user", [{"type": "text", "text": "run the tests"}]),
+    ("assistant", [{"type": "text", "text": "Running them."},
+                   {"type": "toolRequest", "id": "t1", "toolCall": {"status": "success", "value": {
+                       "name": "developer__shell", "arguments": {"command": "pytest -q"}}}}]),
+    ("user", [{"type": "toolResponse", "id": "t1", "toolResult": {"status": "success", "value": [
+        {"type": "text", "text": "1 failed, 3 passed in 0.2s"}]}}]),
+    ("assistant", [{"type": "toolRequest", "id": "t2", "toolCall": {"status": "success", "value": {
+        "name": "developer__text_editor", "arguments": {"command": "str_replace", "path": "/x/a.py",
+                                                        "old_str": "a", "new_str": "b"}}}}]),
+    ("user", [{"type": "toolResponse", "id": "t2", "toolResult": {"status": "error",
+                                                                  "error": "no match for old_str"}}]),
+]
+
+
+def test_goose_jsonl_sessions(tmp_path: Path) -> None:
+    """Goose before sessions.db (no real file found): a metadata line, then one Message per line."""
+    path = tmp_path / "20250101_120000.jsonl"
+    lines = [{"working_dir": "/home/me/app", "description": "fix the tests", "message_count": 5}]
+    lines += [{"role": role, "created": 1735732800 + n, "content": content}
+              for n, (role, content) in enumerate(GOOSE_MESSAGES)]
+    path.write_bytes(b"\n".join(orjson.dumps(line) for line in lines) + b"\n")
+    report, (t,) = ingest_file(path)
+    assert report.format == "goose-jsonl" and report.status == "ok", report.errors
+    assert (t.session_id, t.cwd, t.task) == ("20250101_120000", "/home/me/app", "run the tests")
+    assert calls(t) == 2
+    assert [s.is_error for s in t.steps if s.kind is StepKind.TOOL_RESULT] == [False, True]
+
+
 def test_goose_messages_added_to_the_real_store_are_read(tmp_path: Path) -> None:
     """The real store with messages shaped as Goose's Message serializes them (its source: camelCase
     content items, Result values as {status, value}); 2 tool calls, one failing."""
     store = copy_store(GOOSE, tmp_path / "sessions")
     con = sqlite3.connect(store)
-    rows = [
-        ("user", [{"type": "text", "text": "run the tests"}]),
-        ("assistant", [{"type": "text", "text": "Running them."},
-                       {"type": "toolRequest", "id": "t1", "toolCall": {"status": "success", "value": {
-                           "name": "developer__shell", "arguments": {"command": "pytest -q"}}}}]),
-        ("user", [{"type": "toolResponse", "id": "t1", "toolResult": {"status": "success", "value": [
-            {"type": "text", "text": "1 failed, 3 passed in 0.2s"}]}}]),
-        ("assistant", [{"type": "toolRequest", "id": "t2", "toolCall": {"status": "success", "value": {
-            "name": "developer__text_editor", "arguments": {"command": "str_replace", "path": "/x/a.py",
-                                                            "old_str": "a", "new_str": "b"}}}}]),
-        ("user", [{"type": "toolResponse", "id": "t2", "toolResult": {"status": "error",
-                                                                      "error": "no match for old_str"}}]),
-    ]
-    for stamp, (role, content) in enumerate(rows, 1764694735):
+    for stamp, (role, content) in enumerate(GOOSE_MESSAGES, 1764694735):
         con.execute("INSERT INTO messages (session_id, role, content_json, created_timestamp) VALUES (?, ?, ?, ?)",
                     ("20251202_1", role, orjson.dumps(content).decode(), stamp))
     con.commit()
@@ -584,3 +600,10 @@ def test_a_cancelled_call_is_a_failed_one() -> None:
     (t,) = ingest_file(SPECSTORY / "2025-04-29_19-23-continuing-task-001.md")[1]
     (cancelled,) = [s for s in t.steps if s.kind is StepKind.TOOL_RESULT and s.text == "Cancelled"]
     assert cancelled.is_error and t.steps[cancelled.call_index].tool == "read_file"
+
+
+def test_a_folder_walk_enters_the_agents_data_folders() -> None:
+    """Crush, the Go OpenCode and SpecStory keep their files in a hidden folder of the project."""
+    found = {p.name for p in iter_files([CORPUS / "crush", CORPUS / "cursor_ide_specstory"])}
+    assert {"crush.db", "opencode.db", "2025-04-29_19-23-continuing-task-001.md"} <= found
+    assert not any(name.endswith(("-wal", "-shm")) for name in found)

@@ -63,6 +63,9 @@ _COPY_ATTEMPTS = 3
 _CHUNK = 1024 * 1024
 _NUL = b"\x00"
 
+#: What a damaged store raises: SQLite's errors, and a name or message in it that is not UTF-8.
+_DAMAGED = (sqlite3.Error, UnicodeDecodeError)
+
 Tables = dict[str, frozenset[str]]
 Signature = tuple[tuple[int, int] | None, ...]
 
@@ -237,7 +240,7 @@ def open_store(path: Path, report: FileReport) -> Iterator[Store | None]:
             return
     try:
         yield store
-    except sqlite3.DatabaseError as exc:
+    except _DAMAGED as exc:
         report.error(f"the store is damaged: {exc}")
     finally:
         store.close()
@@ -282,7 +285,7 @@ def _copy_file(source: Path, target: Path, opener: Callable[..., IO[bytes]]) -> 
 def _connect(path: Path, copy: Path, folder: tempfile.TemporaryDirectory[str]) -> Store:
     try:
         con = sqlite3.connect(copy, check_same_thread=False, isolation_level=None)
-    except sqlite3.Error as exc:
+    except _DAMAGED as exc:
         raise StoreError(f"cannot open the copy of the store: {exc}") from exc
     store = Store(path=path, con=con, tables={}, folder=folder)
     try:
@@ -292,7 +295,7 @@ def _connect(path: Path, copy: Path, folder: tempfile.TemporaryDirectory[str]) -
         con.execute("PRAGMA query_only = ON")
         con.execute("PRAGMA trusted_schema = OFF")
         store.tables = _tables(con)
-    except sqlite3.DatabaseError as exc:
+    except _DAMAGED as exc:
         con.close()
         raise StoreError(f"not a readable SQLite database: {exc}") from exc
     return store
@@ -361,7 +364,7 @@ def ask(probe: Probe, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, .
         started = time.monotonic()
         con.set_progress_handler(lambda: 1 if time.monotonic() - started > 5.0 else 0, 10_000)
         return con.execute(sql, tuple(params)).fetchmany(16)
-    except sqlite3.Error:
+    except _DAMAGED:
         return []
     finally:
         con.close()
@@ -376,7 +379,7 @@ def _schema_in_place(path: Path) -> Tables:
     try:
         con.text_factory = bytes
         return _tables(con)
-    except sqlite3.Error:
+    except _DAMAGED:
         return {}
     finally:
         con.close()
@@ -385,7 +388,7 @@ def _schema_in_place(path: Path) -> Tables:
 def _schema_of_copy(path: Path) -> Tables:
     try:
         store = _snapshot(path, open)
-    except (StoreError, OSError, sqlite3.Error) as exc:
+    except (StoreError, OSError, *_DAMAGED) as exc:
         log.debug("cannot copy %s to read its schema: %s", path, exc)
         return {}
     _park(store)

@@ -10,7 +10,7 @@ from pipeline.ingest.formats.codex import CodexRollout
 from pipeline.ingest.formats.crush import Crush, OpenCodeGo
 from pipeline.ingest.formats.cursor import CursorAgent, CursorIde
 from pipeline.ingest.formats.gemini_cli import GeminiCli
-from pipeline.ingest.formats.goose import Goose
+from pipeline.ingest.formats.goose import Goose, GooseJsonl
 from pipeline.ingest.formats.mini_swe_agent import MiniSweAgent
 from pipeline.ingest.formats.opencode import OpenCodeStorage
 from pipeline.ingest.formats.opencode_db import OpenCodeDb, OpenCodeExport
@@ -34,6 +34,7 @@ def register_formats(register: Callable[[TrajectoryFormat], None]) -> None:
     register(Crush())
     register(OpenCodeGo())
     register(Goose())
+    register(GooseJsonl())
     register(OpenCodeDb())
     register(OpenCodeExport())
     register(CursorIde())

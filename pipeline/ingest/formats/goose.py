@@ -16,8 +16,8 @@ Since about v1.10 Goose keeps every session in one SQLite store (``schema_versio
 Tool names are ``<extension>__<tool>``: ``developer__shell {command}``,
 ``developer__text_editor {command: view|write|str_replace|insert, path, ...}``. ``metadata_json``
 says whether the model or the person saw a message (``agentVisible`` / ``userVisible``). The
-working folder is ``sessions.working_dir``. Older Goose wrote ``<id>.jsonl`` files instead; those
-are not read here. See §7 of ../shared/docs/trajectory-formats-newer.md.
+working folder is ``sessions.working_dir``. Older Goose wrote ``<id>.jsonl`` files instead, the
+same messages one per line (:class:`GooseJsonl`). See §7 of ../shared/docs/trajectory-formats-newer.md.
 """
 
 from __future__ import annotations
@@ -27,9 +27,11 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from pipeline.ingest.base import TrajectoryFormat
 from pipeline.ingest.formats._common import as_dict, as_list, as_str, describe, paths_in, pick_task, unified
 from pipeline.ingest.formats._stores import SessionEntry, StoreFormat, ms
 from pipeline.ingest.identity import resolve_repo
+from pipeline.ingest.reader import Probe, iter_jsonl
 from pipeline.ingest.report import FileReport
 from pipeline.ingest.sqlite_store import Store, Tables, loads
 from pipeline.redact import sanitize
@@ -77,36 +79,47 @@ class Goose(StoreFormat):
 
 
 class _Session:
-    def __init__(self, store: Store, session: dict[str, Any], report: FileReport) -> None:
+    def __init__(self, store: Store | None, session: dict[str, Any], report: FileReport, *,
+                 path: Path | None = None, source_format: str = "goose") -> None:
         self.store, self.session, self.report = store, session, report
-        self.b = TrajectoryBuilder(source_format=Goose.name, agent=Goose.agent, source_path=str(store.path))
+        source = path or (store.path if store is not None else Path())
+        self.b = TrajectoryBuilder(source_format=source_format, agent=Goose.agent, source_path=str(source))
         self.prompts: list[str] = []
         self.tools: dict[str, str] = {}  # request id -> tool
 
     def read(self) -> Trajectory | None:
-        session = self.session
+        if self.store is None:
+            return None
         for message in self.store.select("messages", _MESSAGE_COLUMNS, self.report, where="session_id = ?",
-                                         order="created_timestamp, id", params=(session["id"],)):
+                                         order="created_timestamp, id", params=(self.session["id"],)):
             where = f"message {message.get('id')}"
             content = loads(message.get("content_json"), self.report, where)
-            if not isinstance(content, list):
-                if content is not None:
-                    self.report.error(f"{where}: content should be a list, found {type(content).__name__}")
-                continue
             meta = as_dict(loads(message.get("metadata_json"), self.report, where)
                            if message.get("metadata_json") else None)
-            hidden = meta.get("userVisible") is False or meta.get("agentVisible") is False
-            stamp = ms(message.get("created_timestamp")) or message.get("timestamp")
-            for item in content:
-                if isinstance(item, dict):
-                    self._item(message.get("role"), item, stamp, hidden)
+            self.message(message.get("role"), content, meta, ms(message.get("created_timestamp"))
+                         or message.get("timestamp"), where)
+        return self.finish()
+
+    def message(self, role: Any, content: Any, meta: dict[str, Any], stamp: Any, where: str) -> None:
+        """One Goose message: its role, content list and metadata (``userVisible`` / ``agentVisible``)."""
+        if not isinstance(content, list):
+            if content is not None:
+                self.report.error(f"{where}: content should be a list, found {type(content).__name__}")
+            return
+        hidden = meta.get("userVisible") is False or meta.get("agentVisible") is False
+        for item in content:
+            if isinstance(item, dict):
+                self._item(role, item, stamp, hidden)
+
+    def finish(self) -> Trajectory | None:
         if not self.b.steps:
             return None
-        b = self.b
+        b, session = self.b, self.session
         cwd = session.get("working_dir") if isinstance(session.get("working_dir"), str) else None
         model = as_dict(loads(session.get("model_config_json"), self.report, "session model")
-                        if session.get("model_config_json") else None).get("model_name")
-        b.set(session_id=session["id"], cwd=cwd or None, model=model if isinstance(model, str) else None,
+                        if isinstance(session.get("model_config_json"), str) else session.get("model_config")
+                        ).get("model_name")
+        b.set(session_id=session.get("id"), cwd=cwd or None, model=model if isinstance(model, str) else None,
               started_at=parse_time(session.get("created_at")), ended_at=parse_time(session.get("updated_at")))
         b.set(repo=resolve_repo(b.steps, cwd=sanitize(cwd) if cwd else None))
         description = session.get("description") or session.get("name")
@@ -163,6 +176,59 @@ class _Session:
         contents = as_list(value.get("content")) if isinstance(value, dict) else as_list(value)
         text = "\n".join(t for t in (_content_text(c) for c in contents) if t)
         self.b.result(call_id=call_id, text=text, is_error=is_error, timestamp=stamp)
+
+
+class GooseJsonl(TrajectoryFormat):
+    """Goose before its SQLite store (before about v1.10): ``sessions/<YYYYMMDD_HHMMSS>.jsonl``.
+
+    The first line is the session's metadata (``working_dir``, ``description``, token counts,
+    maybe ``schedule_id`` / ``project_id``); every other line is a Message, ``{id?, role, created
+    (epoch seconds), content: [...], metadata?}``, its content as in the store.
+    """
+
+    name = "goose-jsonl"
+    agent = "goose"
+    description = "Goose JSONL sessions (before sessions.db: metadata line, then one message per line)"
+    locations = ("${XDG_DATA_HOME:-~/.local/share}/goose/sessions/*.jsonl",
+                 "%APPDATA%/Block/goose/data/sessions/*.jsonl")
+    suffixes = (".jsonl",)
+    priority = 4
+    protocol_errors = PROTOCOL_ERRORS
+
+    def sniff(self, probe: Probe) -> bool:
+        records = [r for r in probe.records[:5] if isinstance(r, dict)]
+        if not records:
+            return False
+        first = records[0]
+        if isinstance(first.get("working_dir"), str) and "role" not in first and "content" not in first:
+            return True
+        return any(r.get("role") in ("user", "assistant") and isinstance(r.get("content"), list)
+                   and isinstance(r.get("created"), int) and any(
+                       isinstance(c, dict) and c.get("type") in _GOOSE_ITEMS for c in r["content"]) for r in records)
+
+    def parse(self, path: Path, report: FileReport) -> Iterator[Trajectory]:
+        session: dict[str, Any] = {"id": path.stem}
+        reader: _Session | None = None
+        for line, record in iter_jsonl(path, report):
+            if not isinstance(record, dict):
+                report.error(f"expected a JSON object, found {type(record).__name__}", line)
+                continue
+            if reader is None and "role" not in record and "content" not in record:
+                session.update({k: v for k, v in record.items() if k in ("working_dir", "description")})
+                continue
+            if reader is None:
+                reader = _Session(None, session, report, path=path, source_format=self.name)
+            reader.message(record.get("role"), record.get("content"), as_dict(record.get("metadata")),
+                           record.get("created"), f"line {line}")
+        trajectory = reader.finish() if reader is not None else None
+        if trajectory is not None:
+            yield trajectory
+        elif not report.errors:
+            report.status = "skipped"
+            report.error("Goose session without messages")
+
+
+_GOOSE_ITEMS = {"text", "toolRequest", "toolResponse", "thinking", "toolConfirmationRequest", "image"}
 
 
 def _content_text(item: Any) -> str:
