@@ -103,6 +103,7 @@ def read(path: Path, previous: Watermark | None, *, reader: str, ignore: sources
     reading = watermark.read(path, previous, reader=reader, locator=locator)
     if ignore and reading.report is not None:
         kept = [t for t in reading.trajectories if not ignore.covers_cwd(t.cwd)]
+        dropped_ones = [t for t in reading.trajectories if ignore.covers_cwd(t.cwd)]
         if len(kept) < len(reading.trajectories):
             dropped = len(reading.trajectories) - len(kept)
             reading.trajectories = kept
@@ -110,15 +111,17 @@ def read(path: Path, previous: Watermark | None, *, reader: str, ignore: sources
             reading.report.error(f"{dropped} session(s) ran below a folder in [sources] ignore_paths: dropped")
             if not kept:
                 reading.report.status = "skipped"
-            if reading.watermark is not None:
-                reading.watermark.trajectories = [t.id for t in kept]
+            if reading.watermark is not None:  # a store read by sessions lists earlier ones too: kept
+                gone = {t.id for t in dropped_ones}
+                reading.watermark.trajectories = [i for i in reading.watermark.trajectories if i not in gone]
     return reading
 
 
 def supersede(state: StateDB, readings: list[Reading]) -> int:
     """A file read again gives new versions of its sessions: link each old trajectory to its successor.
 
-    Matched by session id (one trajectory on each side needs no match). The old rows and their
+    Matched by session id (one trajectory on each side needs no match, unless their session ids
+    differ: a store read by sessions gives only the ones that changed). The old rows and their
     distillations stay; later runs leave superseded trajectories out of distilling and repo facts.
     """
     count = 0
@@ -129,11 +132,12 @@ def supersede(state: StateDB, readings: list[Reading]) -> int:
         old = [i for i in reading.previous.trajectories if i not in new]
         if not old or not new:
             continue
-        if len(old) == 1 and len(new) == 1:
-            pairs = [(old[0], next(iter(new)))]
+        sessions = ingest_tables.session_ids(state, old)
+        only = next(iter(new.values()))
+        if len(old) == 1 and len(new) == 1 and sessions.get(old[0]) in (None, only.session_id):
+            pairs = [(old[0], only.id)]
         else:
             by_session = {t.session_id: t.id for t in new.values() if t.session_id}
-            sessions = ingest_tables.session_ids(state, old)
             pairs = [(o, by_session[sessions[o]]) for o in old if sessions.get(o) in by_session]
         count += ingest_tables.supersede(state, pairs, str(reading.path), f"file {reading.mode.value}")
     return count

@@ -181,8 +181,9 @@ class RunSummary(BaseModel):
         self.add_file(reading.report)
         if reading.watermark is None:
             return  # not read (ignored) or unreadable: it will be tried again, not remembered
-        if reading.mode in ("new", "appended"):
-            setattr(self.increments, str(reading.mode), getattr(self.increments, str(reading.mode)) + 1)
+        if reading.mode in ("new", "appended", "sessions"):  # a store's changed sessions: its appended part
+            mode = "appended" if reading.mode == "sessions" else str(reading.mode)
+            setattr(self.increments, mode, getattr(self.increments, mode) + 1)
         else:
             self.increments.reread += 1
 

@@ -31,6 +31,11 @@ class Sample:
     relative: Path | None = None
 
     @property
+    def store(self) -> bool:
+        """An SQLite store: pages, not lines (its damage is tested in tests/test_sqlite_stores.py)."""
+        return self.data.startswith(b"SQLite format 3\x00")
+
+    @property
     def lines(self) -> list[bytes]:
         return self.data.split(b"\n")
 

@@ -43,6 +43,12 @@ def per_format(test):  # noqa: ANN001, ANN201
     return pytest.mark.parametrize("sample", FORMATS, indirect=True)(test)
 
 
+def lines_of(sample: Sample) -> None:
+    """Cases that break a file line by line say nothing about an SQLite store's pages."""
+    if sample.store:
+        pytest.skip("an SQLite store is pages, not lines: tests/test_sqlite_stores.py damages its pages")
+
+
 def write(tmp_path: Path, sample: Sample, data: bytes) -> Path:
     return place(sample, tmp_path, data)
 
@@ -79,6 +85,7 @@ def steps(trajectories: list[Trajectory]) -> int:
 # -- cut, corrupt, bad bytes -------------------------------------------------------------------
 @per_format
 def test_a_truncated_last_line(sample: Sample, tmp_path: Path) -> None:
+    lines_of(sample)
     data = sample.data.rstrip(b"\n")
     cut = data[: len(data) - max(10, len(data.rsplit(b"\n", 1)[-1]) // 2)]
     report = check(*ingest_file(write(tmp_path, sample, cut)))
@@ -94,6 +101,7 @@ def test_a_truncated_last_line(sample: Sample, tmp_path: Path) -> None:
 
 @per_format
 def test_a_corrupt_line_in_the_middle(sample: Sample, tmp_path: Path) -> None:
+    lines_of(sample)
     lines = sample.lines
     at = middle(sample)
     lines[at] = b'{"type": "user", "message": {"content": [bro'
@@ -111,6 +119,7 @@ def test_a_corrupt_line_in_the_middle(sample: Sample, tmp_path: Path) -> None:
 
 @per_format
 def test_invalid_utf8_is_replaced_and_reported(sample: Sample, tmp_path: Path) -> None:
+    lines_of(sample)
     lines = sample.lines
     at = middle(sample)
     if sample.kind == "text":  # in prose, not in a line whose markup carries meaning
@@ -131,6 +140,7 @@ def test_invalid_utf8_is_replaced_and_reported(sample: Sample, tmp_path: Path) -
 
 @per_format
 def test_a_run_of_nul_bytes_is_dropped_and_reported(sample: Sample, tmp_path: Path) -> None:
+    lines_of(sample)
     # What a crash leaves in a file being appended to: a hole of NULs, then more data.
     if sample.kind == "json":
         at = sample.data.index(b"{") + 1
@@ -149,6 +159,7 @@ def test_a_run_of_nul_bytes_is_dropped_and_reported(sample: Sample, tmp_path: Pa
 
 @per_format
 def test_a_64_mib_line_is_skipped_in_bounded_memory(sample: Sample, tmp_path: Path) -> None:
+    lines_of(sample)
     if sample.kind == "json":
         pytest.skip("a JSON document is one value: its size limit is tested separately")
     lines = sample.lines

@@ -31,8 +31,9 @@ __all__ = ["Checkpoint", "FileReport", "Trajectory", "detect", "ingest_file", "i
 
 logger = logging.getLogger(__name__)
 _NO_MAP = Locator()
-#: Hidden folders that hold an agent's sessions (``~/.continue/sessions``); other hidden ones are not entered.
-_AGENT_HOMES = frozenset({".claude", ".continue"})
+#: Hidden folders agents keep their sessions in (``~/.continue/sessions``, a project's ``.crush``); other hidden
+#: ones are not entered.
+AGENT_FOLDERS = frozenset({".claude", ".continue", ".crush", ".opencode", ".specstory"})
 
 
 def _suffixes() -> tuple[str, ...]:
@@ -42,6 +43,8 @@ def _suffixes() -> tuple[str, ...]:
 def iter_files(paths: Iterable[str | Path], *, ignore: Ignore | None = None) -> Iterator[Path]:
     """Files named directly, and files below directories whose suffix some format reads.
 
+    Hidden folders are not entered, but for the ones agents keep sessions in (``AGENT_FOLDERS``:
+    ``.claude``, Crush's ``.crush``, the Go OpenCode's ``.opencode``, SpecStory's ``.specstory``).
     Symlinked directories are not followed (no loops); a path that does not exist is a
     usage error, raised before any work starts. Folders ``ignore`` covers
     (``[sources] ignore_paths``) are not entered; a file named directly is yielded even
@@ -59,7 +62,7 @@ def iter_files(paths: Iterable[str | Path], *, ignore: Ignore | None = None) -> 
             if ignore and ignore.covers(root):
                 continue
             for folder, dirs, files in os.walk(root, followlinks=False):
-                dirs[:] = sorted(d for d in dirs if not d.startswith(".") or d in _AGENT_HOMES)
+                dirs[:] = sorted(d for d in dirs if not d.startswith(".") or d in AGENT_FOLDERS)
                 if ignore:
                     dirs[:] = [d for d in dirs if not ignore.covers(Path(folder) / d)]
                 for name in sorted(files):

@@ -13,11 +13,16 @@ from pipeline.ingest.formats.codex_exec import CodexExecJson
 from pipeline.ingest.formats.continue_dev import ContinueSessions
 from pipeline.ingest.formats.copilot_cli import CopilotCli
 from pipeline.ingest.formats.copilot_vscode import CopilotVscode
+from pipeline.ingest.formats.crush import Crush, OpenCodeGo
+from pipeline.ingest.formats.cursor import CursorAgent, CursorIde
 from pipeline.ingest.formats.gemini_cli import GeminiCli
+from pipeline.ingest.formats.goose import Goose, GooseJsonl
 from pipeline.ingest.formats.mini_swe_agent import MiniSweAgent
 from pipeline.ingest.formats.opencode import OpenCodeStorage
+from pipeline.ingest.formats.opencode_db import OpenCodeDb, OpenCodeExport
 from pipeline.ingest.formats.openhands import OpenHands
 from pipeline.ingest.formats.openhands_v1 import OpenHandsV1
+from pipeline.ingest.formats.specstory import SpecStory
 from pipeline.ingest.formats.swe_agent import SweAgent
 from pipeline.plugins import hookimpl
 
@@ -40,3 +45,12 @@ def register_formats(register: Callable[[TrajectoryFormat], None]) -> None:
     register(Aider())
     register(ClineTasks())
     register(ContinueSessions())
+    register(Crush())
+    register(OpenCodeGo())
+    register(Goose())
+    register(GooseJsonl())
+    register(OpenCodeDb())
+    register(OpenCodeExport())
+    register(CursorIde())
+    register(CursorAgent())
+    register(SpecStory())

@@ -157,11 +157,14 @@ class OpenCodeStorage(TrajectoryFormat):
 
 
 class _Session:
+    #: The format name its trajectories carry (OpenCode's SQLite store and its export read through it too).
+    source_format = "opencode"
+
     def __init__(self, path: Path, info: dict[str, Any], report: FileReport) -> None:
         self.path = path
         self.info = info
         self.report = report
-        self.b = TrajectoryBuilder(source_format=OpenCodeStorage.name, agent=OpenCodeStorage.agent,
+        self.b = TrajectoryBuilder(source_format=self.source_format, agent=OpenCodeStorage.agent,
                                    source_path=str(path))
         self.models: Counter[str] = Counter()
         self.prompts: list[str] = []
@@ -196,9 +199,12 @@ class _Session:
         message_dir, part_dir = folders
         for message in self._messages(message_dir):
             try:
-                self._message(message, part_dir(message["id"]))
+                self._message(message, self._parts(message, part_dir(message["id"])))
             except SHAPE_ERRORS as exc:
                 self.report.error(shape_error(f"message {message['id']}", exc))
+        return self._finish()
+
+    def _finish(self) -> Trajectory | None:
         if not self.b.steps:
             if not self.report.errors:
                 self.report.status = "skipped"
@@ -243,12 +249,16 @@ class _Session:
             if self.size > self.limit:
                 raise _TooLarge
 
+    def _parts(self, message: dict[str, Any], folder: Path) -> list[dict[str, Any]]:
+        listed = message.get("parts") if isinstance(message.get("parts"), list) else None
+        return self._load_folder(folder, MAX_PARTS_PER_MESSAGE, listed) if folder.is_dir() else []
+
     def _messages(self, folder: Path) -> list[dict[str, Any]]:
         listed = self.info.get("messages") if isinstance(self.info.get("messages"), list) else None
         return self._load_folder(folder, MAX_MESSAGES, listed)
 
     # -- steps -----------------------------------------------------------------------------
-    def _message(self, message: dict[str, Any], part_folder: Path) -> None:
+    def _message(self, message: dict[str, Any], parts: list[dict[str, Any]]) -> None:
         role = message.get("role")
         stamp = _created(message) or None
         model = expect(message, "modelID", str)
@@ -259,8 +269,6 @@ class _Session:
         where = expect(message, "path", dict) or {}
         self.b.set(cwd=where.get("cwd") if isinstance(where.get("cwd"), str) else None)
         self.root = self.root or (where.get("root") if isinstance(where.get("root"), str) else None)
-        listed = message.get("parts") if isinstance(message.get("parts"), list) else None
-        parts = self._load_folder(part_folder, MAX_PARTS_PER_MESSAGE, listed) if part_folder.is_dir() else []
         for part in parts:
             self._part(role, part, stamp)
         error = message.get("error")
