@@ -7,12 +7,13 @@ stays as it is, and the redacted lines still read.
 
 from __future__ import annotations
 
+import base64
 import json
 
 import pytest
 
 from pipeline.redact import Redactor
-from tests.planted import ROUND2_KINDS, Factory, Secret
+from tests.planted import HEX, ROUND2_KINDS, URLSAFE, Factory, Secret
 from tests.test_redact_forms import CONTEXTS
 
 
@@ -129,3 +130,38 @@ def test_a_secret_markup_or_a_tool_is_told_to_store_is_redacted(redactor: Redact
 ])
 def test_markup_and_tool_lines_without_a_secret_are_left_alone(redactor: Redactor, text: str) -> None:
     assert redactor.find(text) == [], text
+
+
+# -- issue 23, third round: a blind attacker's findings, each as a class ------------------------
+def _b64url(data: dict) -> str:
+    return base64.urlsafe_b64encode(json.dumps(data, separators=(",", ":")).encode()).decode().rstrip("=")
+
+
+def _jwts() -> list[str]:
+    """JWTs whose header holds what once made only a part of them redacted: a random ``kid``
+    (Kubernetes service-account tokens), blanks, no ``typ``; payloads that are not ``eyJ``."""
+    factory = Factory(31)
+    r = factory._rand
+    payload = _b64url({"iss": "https://kubernetes.default.svc", "sub": "system:serviceaccount:ci:deploy",
+                       "exp": 1767225600, "kubernetes.io": {"namespace": "ci"}})
+    return [
+        ".".join([_b64url({"alg": "RS256", "kid": r(43, URLSAFE)}), payload, r(342, URLSAFE)]),
+        ".".join([_b64url({"kid": r(40, HEX), "alg": "RS256"}), payload, r(342, URLSAFE)]),
+        ".".join([_b64url({"alg": "ES256", "typ": "JWT", "kid": r(22, URLSAFE)}), payload, r(86, URLSAFE)]),
+        ".".join([base64.urlsafe_b64encode(b'{\n  "alg": "HS256",\n  "kid": "' + r(24).encode() + b'"\n}')
+                  .decode().rstrip("="), payload, r(43, URLSAFE)]),
+        ".".join([_b64url({"alg": "HS256"}), base64.urlsafe_b64encode(r(30).encode()).decode().rstrip("="),
+                  r(43, URLSAFE)]),
+        ".".join([_b64url({"alg": "none", "kid": r(43, URLSAFE)}), payload, ""]),
+    ]
+
+
+@pytest.mark.parametrize("jwt", _jwts())
+@pytest.mark.parametrize("line", ["{}", "token: {}", "Authorization: Bearer {}", "kubectl --token={} get pods",
+                                  '{{"token": "{}"}}', "KUBE_TOKEN={}"])
+def test_a_jwt_is_redacted_whole_whatever_its_header_holds(redactor: Redactor, jwt: str, line: str) -> None:
+    text = line.format(jwt)
+    for context in CONTEXTS.values():
+        redacted, counts = redactor.redact(context(text))
+        assert counts.get("jwt") == 1, (text[:80], redacted[:200], counts)
+        assert not [part for part in jwt.split(".") if part and part in redacted], redacted[:200]
