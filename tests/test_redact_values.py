@@ -13,7 +13,7 @@ import json
 import pytest
 
 from pipeline.redact import Redactor
-from tests.planted import HEX, ROUND2_KINDS, URLSAFE, Factory, Secret
+from tests.planted import ALNUM, HEX, ROUND2_KINDS, URLSAFE, Factory, Secret
 from tests.test_redact_forms import CONTEXTS
 
 
@@ -165,3 +165,25 @@ def test_a_jwt_is_redacted_whole_whatever_its_header_holds(redactor: Redactor, j
         redacted, counts = redactor.redact(context(text))
         assert counts.get("jwt") == 1, (text[:80], redacted[:200], counts)
         assert not [part for part in jwt.split(".") if part and part in redacted], redacted[:200]
+
+
+def _session_token(length: int) -> str:
+    return "IQoJb3JpZ2luX2VjE" + Factory(length)._rand(length - 19, ALNUM + "+/") + "=="
+
+
+@pytest.mark.parametrize("length", [300, 700, 1400, 5000])
+@pytest.mark.parametrize("line, kind", [
+    ("aws_session_token = {}", "token"), ("AWS_SESSION_TOKEN={}", "token"), ('"SessionToken": "{}"', "token"),
+    ('{{"Credentials": {{"SessionToken": "{}", "Expiration": "2026-12-03T15:00:00Z"}}}}', "token"),
+    ("sessionToken: {}", "token"), ("session_token='{}'", "token"), ("SESSIONTOKEN={}", "token"),
+    ("<SessionToken>{}</SessionToken>", "token"), ("aws sts ... --session-token {} --region x", "token"),
+    ("X-Amz-Security-Token: {}", "token"), ("DB_PASSWORD={}", "password"),
+    ("the session token is {} for now", "token"), ("openssl enc -pass pass:{} -in x", "password"),
+    ('psql "host=db user=app password={}"', "password"), ("echo {} | docker login --password-stdin", "password"),
+])
+def test_a_value_is_redacted_whole_however_long(redactor: Redactor, length: int, line: str, kind: str) -> None:
+    token = _session_token(length)
+    for context in CONTEXTS.values():
+        redacted, counts = redactor.redact(context(line.format(token)))
+        assert kind in counts, (line, redacted[:200], counts)
+        assert token[-12:] not in redacted and token[len(token) // 2:][:12] not in redacted, redacted[:300]

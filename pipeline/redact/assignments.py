@@ -43,8 +43,8 @@ assert all(anchor in ANCHORS for anchor, _ in _KEYWORDS)
 # inside; JSON-escaped quotes too), or a bare word to the next blank -- ``7p)abt3r_0k#i9-u)8%26``
 # is one value. A bare word also ends where the shell or a list would end it (``;|<>``, a quote,
 # a backslash: JSON's escapes); ``_bare_end`` then cuts what code or a URL put after it.
-_VALUE = re.compile(rb"\\\"(?P<jq>[^\"\\\n]{1,256})\\\"|\"(?P<dq>[^\"\\\n]{1,256})\"|'(?P<sq>[^'\\\n]{1,256})'"
-                    rb"|`(?P<bq>[^`\\\n]{1,256})`|(?P<bare>[^\s\"'`\\;|<>]{1,256})")
+_VALUE = re.compile(rb"\\\"(?P<jq>[^\"\\\n]+)\\\"|\"(?P<dq>[^\"\\\n]+)\"|'(?P<sq>[^'\\\n]+)'"
+                    rb"|`(?P<bq>[^`\\\n]+)`|(?P<bare>[^\s\"'`\\;|<>]+)")
 _QUOTED = ("jq", "dq", "sq", "bq")
 #: ``name(`` at a value's start: a call (``os.getenv(``, ``get_secret()``), not a literal.
 _CALL = re.compile(r"[A-Za-z_$][\w$]*(?:(?:\.|::|->)[A-Za-z_$][\w$]*)*\(")
@@ -63,7 +63,8 @@ _PASSWORD = frozenset({"password", "passwd", "pass", "pwd", "passphrase", "pw", 
 #: One-word names (``PGPASSWORD``, ``REDISPASSWORD``) end with these.
 _PASSWORD_ENDINGS = ("password", "passwd", "passphrase")
 _SECRET = frozenset({"secret", "secrets", "credential", "credentials", "creds", "clientsecret", "secretkey"})
-_TOKEN = frozenset({"token", "accesstoken", "authtoken", "refreshtoken", "apitoken", "bearertoken", "auth"})
+_TOKEN = frozenset({"token", "accesstoken", "authtoken", "refreshtoken", "apitoken", "bearertoken", "auth",
+                    "sessiontoken", "securitytoken"})
 _KEY_WORDS = frozenset({"apikey", "accesskey", "privatekey", "authkey", "signingkey", "encryptionkey",
                         "masterkey", "licensekey", "appkey", "clientkey"})
 _KEY_QUALIFIERS = frozenset({"api", "access", "secret", "private", "auth", "signing", "encryption", "master",
@@ -143,7 +144,7 @@ def _kind(words: list[str]) -> str | None:
 def _plausible(value: str, kind: str, *, bare: bool, env: bool, spaced: bool) -> bool:
     """Is ``value``, assigned to a secret's name, a literal secret? ``env``: a bare value of
     ``NAME=value`` (shell, ``.env``); ``spaced``: blanks stood between the operator and the value."""
-    if len(value) < (6 if kind == "password" else 8) or len(value) > 256:
+    if len(value) < (6 if kind == "password" else 8):  # however long: an STS session token has 400 to 1,200
         return False
     if kind == "aws-secret-key" and len(value) == 40 and classes(value) >= 2 and not is_placeholder(value):
         return True

@@ -100,13 +100,13 @@ _STDIN_WORDS = (b"--password-stdin", b"--with-token", b"--passphrase-fd 0", b"--
                 b"--password-from-stdin", b"--token-stdin", b"--stdin", b"chpasswd", b"kinit", b"-passin stdin",
                 b"vault login -", b"secret create", b"secret set")
 # A shell word starting at a position: quoted (JSON-escaped quotes too) or bare.
-_WORD = re.compile(rb"\\?'(?P<s>[^'\n\\]{1,256})\\?'|\\?\"(?P<d>[^\"\n\\]{1,256})\\?\"|(?P<b>[^\s'\"|;&<>()`\\]{1,256})")
+_WORD = re.compile(rb"\\?'(?P<s>[^'\n\\]+)\\?'|\\?\"(?P<d>[^\"\n\\]+)\\?\"|(?P<b>[^\s'\"|;&<>()`\\]+)")
 _FLAG = re.compile(rb"(?:--?|/)[A-Za-z][A-Za-z0-9_.-]{0,40}")
 _TOOL = re.compile(rb"[\w.+/-]{1,64}")
 _SEGMENT_BREAK = re.compile(rb"\\n|\\r|[\n|;&`(\"]|\$\(")
 _ECHO = re.compile(rb"(?:echo|printf)(?:[ \t]+-[neE]+)*(?:[ \t]+\\?['\"]%s(?:\\{1,2}n)?\\?['\"])?[ \t]+(?P<v>"
                    + _WORD.pattern + rb")[ \t]*\|[ \t]*")
-_PASS_COLON = re.compile(rb"pass:(?P<b>[^\s'\"|;&<>()`\\]{1,256})")
+_PASS_COLON = re.compile(rb"pass:(?P<b>[^\s'\"|;&<>()`\\]+)")
 _USER_FLAG = re.compile(rb"(?:-[A-Za-z]*[uU]|--user|--proxy-user|--auth|--basic-auth|--http-user|-a)(?:=|[ \t]+)?")
 _SET = re.compile(rb"[ \t](?:set|config:set)[ \t]+")
 _USER_FLAGS = frozenset({"-u", "-U", "--user", "--proxy-user", "--auth", "--basic-auth", "--http-user", "-a"})
@@ -420,7 +420,7 @@ def _candidate(match: re.Match[bytes], text: str) -> Iterator[Candidate]:
 #: A secret's name (read backwards from the keyword), a few words, maybe ``is`` / ``:``, a value.
 _PROSE_KEYWORDS = (b"key", b"token", b"secret")
 #: The next word after a secret's name, and what may stand between the two: a few short words.
-_NEXT_WORD = re.compile(rb"[ \t]*[:=]?[ \t]+[\"'`]?([^\s\"'`,;()<>]{1,256})")
+_NEXT_WORD = re.compile(rb"[ \t]*[:=]?[ \t]+[\"'`]?([^\s\"'`,;()<>]+)")
 _SMALL_WORD = re.compile(rb"[A-Za-z]{1,12}|[:=-]")
 _CREDENTIAL = re.compile(rb"[A-Za-z0-9+/_=.~-]+")
 _MAX_BETWEEN = 6
@@ -522,13 +522,13 @@ class SignatureRule:
 #: Cookies that hold a session: their value is a bearer credential.
 _COOKIE_HEADER = re.compile(rb"(?:set-)?cookie\\?[\"']?[ \t]*[:=][ \t]*\\?[\"']?|cookie[ \t=]+\\?[\"']?|"
                             rb" -b[ \t]+\\?[\"']?")
-_COOKIE_PAIR = re.compile(rb"[ \t]*([A-Za-z0-9_.!#$%&'*+^`|~-]{1,64})=([^;\s\"',\\]{1,4096})[ \t]*;?")
+_COOKIE_PAIR = re.compile(rb"[ \t]*([A-Za-z0-9_.!#$%&'*+^`|~-]{1,64})=([^;\s\"',\\]+)[ \t]*;?")
 _SESSION_NAMES = re.compile(rb"(?i)(?:php|j|asp\.net_)?sess(?:ion)?(?:_?id)?|connect\.sid|sid|[\w.-]*_session|"
                             rb"remember[\w-]*|auth[\w-]*|[\w-]*token|jwt")
 #: Session cookies by their usual names, wherever they are assigned (``PHPSESSID=...``).
 _SESSION_COOKIES = (b"phpsessid=", b"jsessionid=", b"sessionid=", b"session_id=", b"connect.sid=",
                     b"laravel_session=")
-_SESSION_VALUE = re.compile(rb"[A-Za-z0-9%._~+/-]{16,512}")
+_SESSION_VALUE = re.compile(rb"[A-Za-z0-9%._~+/-]{16,}")
 
 
 class CookieRule:
