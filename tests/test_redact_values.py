@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import json
+import string
 
 import pytest
 
@@ -187,3 +188,32 @@ def test_a_value_is_redacted_whole_however_long(redactor: Redactor, length: int,
         redacted, counts = redactor.redact(context(line.format(token)))
         assert kind in counts, (line, redacted[:200], counts)
         assert token[-12:] not in redacted and token[len(token) // 2:][:12] not in redacted, redacted[:300]
+
+
+@pytest.mark.parametrize("line, kind", [
+    ("VAULT_TOKEN=s.{r24}", "token"), ("export VAULT_TOKEN=s.{r24}", "token"), ("X_TOKEN=hvs.{r24}", "token"),
+    ("X_TOKEN=hvs.{l24}", "token"), ("VAULT_TOKEN=b.{l24}", "token"), ("client_secret=q7k9t.{r30}", "secret"),
+    ('client_secret: "q7k9t.{r30}"', "secret"), ("token = 's.{r24}'", "token"), ("PASETO_TOKEN=v2.local.{r40}", "token"),
+    ('{{"client_secret": "a1b2c.{r30}"}}', "secret"), ("api_key=k3y.{r24}", "api-key"),
+])
+def test_a_value_under_a_secrets_name_is_not_refused_for_a_dot(redactor: Redactor, line: str, kind: str) -> None:
+    for seed in range(8):
+        r = Factory(seed)._rand
+        values = {"r24": r(24), "l24": r(24, string.ascii_lowercase + string.digits), "r30": r(30), "r40": r(40, URLSAFE)}
+        text = line.format(**values)
+        for context in CONTEXTS.values():
+            redacted, counts = redactor.redact(context(text))
+            assert kind in counts, (text, redacted, counts)
+            assert not [v for v in values.values() if v[4:16] in redacted], (text, redacted)
+
+
+@pytest.mark.parametrize("line", [
+    "token=self.token", "secret=config.secret_key", "password=args.password", "password=self._password)",
+    "api_key: config.apiKeyV2", "token = ctx.obj.auth_token", "secret = settings.AWS_S3_SECRET_KEY",
+    "f(SECRET_KEY=settings.SECRET_KEY_V2)", "API_TOKEN=docs.internal", "password = self.db.password2",
+    "token: this.props.oAuth2Token", "key = os.environ.API_KEY", "client_secret=creds.client_secret",
+    "password=opts.p12Password", "token=client.s3Client2.token",
+])
+def test_an_attribute_reference_under_a_secrets_name_stays(redactor: Redactor, line: str) -> None:
+    assert redactor.find(line) == [], line
+    assert redactor.find(json.dumps({"c": line})) == [], line

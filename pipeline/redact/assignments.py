@@ -58,6 +58,10 @@ _ENV_NAME = re.compile(r"[A-Z][A-Z0-9_]*")
 _CODE_CHARS = re.compile(r"[\[\]{}<>]")  # regexes, templates, markup: not a literal secret
 _DOTTED = re.compile(r"[A-Za-z_$][\w$]*(?:(?:\.|::|->)[A-Za-z_$][\w$]*)+[,;)\]}]*")  # settings.SECRET_KEY
 _GREP_LINE = re.compile(r"\d+[:-]")  # `auth.ts:10:export ...` is grep output
+_SEGMENTS = re.compile(r"\.|::|->")
+#: The pieces a name reads as (``awsS3BucketV2Name``: aws S 3 Bucket V 2 Name); generated text
+#: falls into many short ones (``CoipkPfUCqND2RkZ``: Coipk Pf U Cq ND 2 Rk Z).
+_PIECES = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+")
 
 _PASSWORD = frozenset({"password", "passwd", "pass", "pwd", "passphrase", "pw", "passcode", "sshpass"})
 #: One-word names (``PGPASSWORD``, ``REDISPASSWORD``) end with these.
@@ -148,7 +152,7 @@ def _plausible(value: str, kind: str, *, bare: bool, env: bool, spaced: bool) ->
         return False
     if kind == "aws-secret-key" and len(value) == 40 and classes(value) >= 2 and not is_placeholder(value):
         return True
-    if is_placeholder(value) or is_pathlike(value) or is_wordlike(value) or _is_code(value):
+    if is_placeholder(value) or is_pathlike(value) or is_wordlike(value) or _is_code(value, env=env):
         return False
     if " " in value or _GREP_LINE.match(value):
         return False
@@ -167,17 +171,34 @@ def _plausible(value: str, kind: str, *, bare: bool, env: bool, spaced: bool) ->
     return kind == "password" or classes(value) >= 2 and entropy(value) >= 2.5
 
 
-def _is_code(value: str) -> bool:
+def _is_code(value: str, *, env: bool = False) -> bool:
     """A reference or a call, not a literal: ``settings.SECRET_KEY``, ``os.getenv(``, ``$TOKEN``, ``get()``.
 
-    Only what code looks like: ``7p)abt3r_0k#...`` has a ``)`` and is a literal all the same.
+    Only what code looks like: ``7p)abt3r_0k#...`` has a ``)`` and is a literal all the same, and
+    a dotted value is an attribute only if its parts are names: ``s.<random>`` (Vault),
+    ``hvs.<random>``, ``q7k9t.Lx...`` are tokens. ``env``: the value of a shell's or ``.env``
+    file's ``NAME=value``, where there are no attributes -- only words make it a name there
+    (``API_TOKEN=docs.internal``; Python's ``f(SECRET_KEY=settings.SECRET_KEY_V2)`` too).
     """
-    if _REFERENCE.fullmatch(value) or _DOTTED.fullmatch(value):
+    if _REFERENCE.fullmatch(value):
         return True
+    if _DOTTED.fullmatch(value):
+        parts = _SEGMENTS.split(value.rstrip(",;)]}"))
+        if env:
+            return all(is_wordlike(part) or len(part) < 3 or ("_" in part and not _generated(part)) for part in parts)
+        return not any(_generated(part) for part in parts)
     if value.startswith(("$(", "${", "%(")):
         return True
     # the whole value is a call: ``get_password()``, ``os.getenv(`` (a quote ended the bare word)
     return _CALL.match(value) is not None and value.endswith(("(", ")"))
+
+
+def _generated(part: str) -> bool:
+    """A part of a dotted value that reads as generated text, not as a name: three pieces of one
+    or two letters or more, counting each run of digits (``q7k9t``, ``CoipkPfUCqND2RkZSEgtL4qO``;
+    not ``awsS3BucketV2Name``, ``oAuth2ClientId``, ``v1beta1``)."""
+    pieces = _PIECES.findall(part)
+    return sum(len(p) <= 2 or p.isdigit() for p in pieces) - any(p.isdigit() for p in pieces) >= 4
 
 
 def _bare_end(data: bytes, name_start: int, start: int, end: int, *, env: bool) -> int:

@@ -34,7 +34,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from pipeline.redact.assignments import _kind
+from pipeline.redact.assignments import _is_code, _kind
 from pipeline.redact.heuristics import (
     classes,
     entropy,
@@ -481,8 +481,8 @@ class ProseSecretRule:
 
 
 def _credential_shaped(value: str) -> bool:
-    if is_placeholder(value) or is_uuid(value) or is_pathlike(value):
-        return False
+    if is_placeholder(value) or is_uuid(value) or is_pathlike(value) or _is_code(value):
+        return False  # ``secret = settings.AWS_S3_SECRET_KEY``: an attribute, as assignments read it
     if is_hex(value):
         return len(value) in (32, 64)  # 40: a git SHA
     core = value.rstrip("=")
