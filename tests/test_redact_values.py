@@ -217,3 +217,41 @@ def test_a_value_under_a_secrets_name_is_not_refused_for_a_dot(redactor: Redacto
 def test_an_attribute_reference_under_a_secrets_name_stays(redactor: Redactor, line: str) -> None:
     assert redactor.find(line) == [], line
     assert redactor.find(json.dumps({"c": line})) == [], line
+
+
+def _session_ids(seed: int) -> dict[str, str]:
+    r = Factory(seed)._rand
+    lower = string.ascii_lowercase + string.digits
+    return {"PHPSESSID": r(26, lower), "JSESSIONID": r(32, HEX.upper()) + ".node1",
+            "connect.sid": f"s%3A{r(32, URLSAFE)}.{r(43, ALNUM)}%2B{r(6)}", "laravel_session": f"eyJpdiI6{r(180)}%3D",
+            "_session_id": r(32, HEX), "ASP.NET_SessionId": r(24, lower), "sessionid": r(32, lower),
+            "_myapp_session": f"{r(120, ALNUM)}--{r(40, HEX)}", "ASPSESSIONIDQSCTRDAB": r(24, string.ascii_uppercase + string.digits),
+            "ci_session": r(40, lower), "express.sid": f"s%3A{r(32, URLSAFE)}.{r(43, ALNUM)}"}
+
+
+@pytest.mark.parametrize("line", ["{name}={value}", "Cookie: {name}={value}", "Cookie: lang=en; {name}={value}; theme=dark",
+                                  "Set-Cookie: {name}={value}; Path=/; HttpOnly; Secure",
+                                  "curl -b '{name}={value}' https://app.internal/admin",
+                                  'curl --cookie "{name}={value}" https://app.internal/',
+                                  "curl -H 'Cookie: {name}={value}' https://app.internal/", "export {name}={value}",
+                                  "document.cookie = '{name}={value}'"])
+def test_a_session_cookie_is_redacted_by_its_name(redactor: Redactor, line: str) -> None:
+    for seed in range(3):
+        for name, value in _session_ids(seed).items():
+            text = line.format(name=name, value=value)
+            for context in CONTEXTS.values():
+                redacted, counts = redactor.redact(context(text))
+                assert "session-cookie" in counts, (text, redacted, counts)
+                assert value[:12] not in redacted and value[-12:] not in redacted, (text, redacted)
+
+
+@pytest.mark.parametrize("line", [
+    "tmux_session=work-2024-06-01-deploy", "session_id=5c0375b4-57a5-4f26-b12d-d022ee4e51b7",
+    '"sessionId": "5c0375b4-57a5-4f26-b12d-d022ee4e51b7"', "SESSION_ENGINE=django.contrib.sessions.backends.db",
+    "sessionid=None", "PHPSESSID=deleted", "laravel_session=/var/lib/php/sessions2024",
+    "Set-Cookie: sessionid=; expires=Thu, 01 Jan 1970 00:00:00 GMT", "the session id is in the cookie jar",
+    "consider the side effects: sid=S-1-5-21", "session.save_path=/var/lib/php/sessions",
+])
+def test_session_look_alikes_stay(redactor: Redactor, line: str) -> None:
+    assert redactor.find(line) == [], line
+    assert redactor.find(json.dumps({"c": line})) == [], line
