@@ -255,3 +255,19 @@ def test_a_session_cookie_is_redacted_by_its_name(redactor: Redactor, line: str)
 def test_session_look_alikes_stay(redactor: Redactor, line: str) -> None:
     assert redactor.find(line) == [], line
     assert redactor.find(json.dumps({"c": line})) == [], line
+
+
+@pytest.mark.parametrize("line", ["TF_VAR_db_password={v}", "export TF_VAR_admin_password='{v}'", "PGPASS={v}",
+                                  "PGPASSWORD={v}", "db_pw={v}", "DB_PW={v}", "MYSQL_PWD={v}", "dbPw = '{v}'",
+                                  "ADMIN_PASS={v}", '{{"db_pw": "{v}"}}'])
+def test_short_password_words_and_prefixed_names_name_a_password(redactor: Redactor, line: str) -> None:
+    value = Factory(3)._rand(12)
+    for context in CONTEXTS.values():
+        redacted, counts = redactor.redact(context(line.format(v=value)))
+        assert "password" in counts and value not in redacted, (line, redacted, counts)
+
+
+@pytest.mark.parametrize("line", ["PWD=/home/x", "PWD=/home/deploy/build-2024", "OLDPWD=/srv/app/release7",
+                                  "pwd_dir=/tmp/x", "TF_VAR_region=eu-west-1", "PGPASSFILE=/home/x/.pgpass"])
+def test_working_folders_and_other_names_stay(redactor: Redactor, line: str) -> None:
+    assert redactor.find(line) == [], line

@@ -36,7 +36,7 @@ from pipeline.redact.rules import ANCHORS, PRIORITY_ASSIGNMENT, PRIORITY_ENTROPY
 _KEYWORDS = tuple(
     (anchor, re.compile(word + rb"[a-z0-9_.-]{0,40}(?:(?:\\?[\"'])?(?:\]?[ \t]*(?::=|=>|=|:)[ \t]*|[ \t]+)"
                                    rb"|\\?[\"'][ \t]*,[ \t]*)"))
-    for anchor, word in ((b"pass", b"pass"), (b"pw", b"pwd"), (b"secret", b"secret"), (b"token", b"token"),
+    for anchor, word in ((b"pass", b"pass"), (b"pw", b"pw"), (b"secret", b"secret"), (b"token", b"token"),
                          (b"key", b"key"), (b"cred", b"cred"), (b"auth", b"auth")))
 assert all(anchor in ANCHORS for anchor, _ in _KEYWORDS)
 # The value, taken whole: to its closing quote (the other quotes and any punctuation may be
@@ -63,7 +63,9 @@ _SEGMENTS = re.compile(r"\.|::|->")
 #: falls into many short ones (``CoipkPfUCqND2RkZ``: Coipk Pf U Cq ND 2 Rk Z).
 _PIECES = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+")
 
-_PASSWORD = frozenset({"password", "passwd", "pass", "pwd", "passphrase", "pw", "passcode", "sshpass"})
+_PASSWORD = frozenset({"password", "passwd", "pass", "pwd", "passphrase", "pw", "passcode", "sshpass", "pgpass"})
+#: Words that say where a value is meant for, before the name (Terraform's ``TF_VAR_db_password``).
+_NAME_PREFIXES = (("tf", "var"),)
 #: One-word names (``PGPASSWORD``, ``REDISPASSWORD``) end with these.
 _PASSWORD_ENDINGS = ("password", "passwd", "passphrase")
 _SECRET = frozenset({"secret", "secrets", "credential", "credentials", "creds", "clientsecret", "secretkey"})
@@ -125,6 +127,9 @@ def _name_before(data: bytes, position: int, *, raw: bool = False) -> str:
 
 def _kind(words: list[str]) -> str | None:
     """What a name says its value is; None when it is not a secret's name."""
+    for prefix in _NAME_PREFIXES:
+        if tuple(words[:len(prefix)]) == prefix and len(words) > len(prefix):
+            words = words[len(prefix):]
     if not words or any(w in _NOT_SECRET for w in words):
         return None
     joined = "_".join(words)
@@ -154,6 +159,8 @@ def _plausible(value: str, kind: str, *, bare: bool, env: bool, spaced: bool) ->
         return True
     if is_placeholder(value) or is_pathlike(value) or is_wordlike(value) or _is_code(value, env=env):
         return False
+    if kind == "password" and value[:1] in "/~" and value.count("/") >= 2:
+        return False  # `PWD=/home/deploy/Build2024x`: the shell's working folder, a path however it is spelled
     if " " in value or _GREP_LINE.match(value):
         return False
     if value[0] == "#" and bare and spaced:
