@@ -7,12 +7,14 @@ stays as it is, and the redacted lines still read.
 
 from __future__ import annotations
 
+import base64
 import json
+import string
 
 import pytest
 
 from pipeline.redact import Redactor
-from tests.planted import ROUND2_KINDS, Factory, Secret
+from tests.planted import ALNUM, HEX, ROUND2_KINDS, URLSAFE, Factory, Secret
 from tests.test_redact_forms import CONTEXTS
 
 
@@ -129,3 +131,143 @@ def test_a_secret_markup_or_a_tool_is_told_to_store_is_redacted(redactor: Redact
 ])
 def test_markup_and_tool_lines_without_a_secret_are_left_alone(redactor: Redactor, text: str) -> None:
     assert redactor.find(text) == [], text
+
+
+# -- issue 23, third round: a blind attacker's findings, each as a class ------------------------
+def _b64url(data: dict) -> str:
+    return base64.urlsafe_b64encode(json.dumps(data, separators=(",", ":")).encode()).decode().rstrip("=")
+
+
+def _jwts() -> list[str]:
+    """JWTs whose header holds what once made only a part of them redacted: a random ``kid``
+    (Kubernetes service-account tokens), blanks, no ``typ``; payloads that are not ``eyJ``."""
+    factory = Factory(31)
+    r = factory._rand
+    payload = _b64url({"iss": "https://kubernetes.default.svc", "sub": "system:serviceaccount:ci:deploy",
+                       "exp": 1767225600, "kubernetes.io": {"namespace": "ci"}})
+    return [
+        ".".join([_b64url({"alg": "RS256", "kid": r(43, URLSAFE)}), payload, r(342, URLSAFE)]),
+        ".".join([_b64url({"kid": r(40, HEX), "alg": "RS256"}), payload, r(342, URLSAFE)]),
+        ".".join([_b64url({"alg": "ES256", "typ": "JWT", "kid": r(22, URLSAFE)}), payload, r(86, URLSAFE)]),
+        ".".join([base64.urlsafe_b64encode(b'{\n  "alg": "HS256",\n  "kid": "' + r(24).encode() + b'"\n}')
+                  .decode().rstrip("="), payload, r(43, URLSAFE)]),
+        ".".join([_b64url({"alg": "HS256"}), base64.urlsafe_b64encode(r(30).encode()).decode().rstrip("="),
+                  r(43, URLSAFE)]),
+        ".".join([_b64url({"alg": "none", "kid": r(43, URLSAFE)}), payload, ""]),
+    ]
+
+
+@pytest.mark.parametrize("jwt", _jwts())
+@pytest.mark.parametrize("line", ["{}", "token: {}", "Authorization: Bearer {}", "kubectl --token={} get pods",
+                                  '{{"token": "{}"}}', "KUBE_TOKEN={}"])
+def test_a_jwt_is_redacted_whole_whatever_its_header_holds(redactor: Redactor, jwt: str, line: str) -> None:
+    text = line.format(jwt)
+    for context in CONTEXTS.values():
+        redacted, counts = redactor.redact(context(text))
+        assert counts.get("jwt") == 1, (text[:80], redacted[:200], counts)
+        assert not [part for part in jwt.split(".") if part and part in redacted], redacted[:200]
+
+
+def _session_token(length: int) -> str:
+    return "IQoJb3JpZ2luX2VjE" + Factory(length)._rand(length - 19, ALNUM + "+/") + "=="
+
+
+@pytest.mark.parametrize("length", [300, 700, 1400, 5000])
+@pytest.mark.parametrize("line, kind", [
+    ("aws_session_token = {}", "token"), ("AWS_SESSION_TOKEN={}", "token"), ('"SessionToken": "{}"', "token"),
+    ('{{"Credentials": {{"SessionToken": "{}", "Expiration": "2026-12-03T15:00:00Z"}}}}', "token"),
+    ("sessionToken: {}", "token"), ("session_token='{}'", "token"), ("SESSIONTOKEN={}", "token"),
+    ("<SessionToken>{}</SessionToken>", "token"), ("aws sts ... --session-token {} --region x", "token"),
+    ("X-Amz-Security-Token: {}", "token"), ("DB_PASSWORD={}", "password"),
+    ("the session token is {} for now", "token"), ("openssl enc -pass pass:{} -in x", "password"),
+    ('psql "host=db user=app password={}"', "password"), ("echo {} | docker login --password-stdin", "password"),
+])
+def test_a_value_is_redacted_whole_however_long(redactor: Redactor, length: int, line: str, kind: str) -> None:
+    token = _session_token(length)
+    for context in CONTEXTS.values():
+        redacted, counts = redactor.redact(context(line.format(token)))
+        assert kind in counts, (line, redacted[:200], counts)
+        assert token[-12:] not in redacted and token[len(token) // 2:][:12] not in redacted, redacted[:300]
+
+
+@pytest.mark.parametrize("line, kind", [
+    ("VAULT_TOKEN=s.{r24}", "token"), ("export VAULT_TOKEN=s.{r24}", "token"), ("X_TOKEN=hvs.{r24}", "token"),
+    ("X_TOKEN=hvs.{l24}", "token"), ("VAULT_TOKEN=b.{l24}", "token"), ("client_secret=q7k9t.{r30}", "secret"),
+    ('client_secret: "q7k9t.{r30}"', "secret"), ("token = 's.{r24}'", "token"), ("PASETO_TOKEN=v2.local.{r40}", "token"),
+    ('{{"client_secret": "a1b2c.{r30}"}}', "secret"), ("api_key=k3y.{r24}", "api-key"),
+])
+def test_a_value_under_a_secrets_name_is_not_refused_for_a_dot(redactor: Redactor, line: str, kind: str) -> None:
+    for seed in range(8):
+        r = Factory(seed)._rand
+        values = {"r24": r(24), "l24": r(24, string.ascii_lowercase + string.digits), "r30": r(30), "r40": r(40, URLSAFE)}
+        text = line.format(**values)
+        for context in CONTEXTS.values():
+            redacted, counts = redactor.redact(context(text))
+            assert kind in counts, (text, redacted, counts)
+            assert not [v for v in values.values() if v[4:16] in redacted], (text, redacted)
+
+
+@pytest.mark.parametrize("line", [
+    "token=self.token", "secret=config.secret_key", "password=args.password", "password=self._password)",
+    "api_key: config.apiKeyV2", "token = ctx.obj.auth_token", "secret = settings.AWS_S3_SECRET_KEY",
+    "f(SECRET_KEY=settings.SECRET_KEY_V2)", "API_TOKEN=docs.internal", "password = self.db.password2",
+    "token: this.props.oAuth2Token", "key = os.environ.API_KEY", "client_secret=creds.client_secret",
+    "password=opts.p12Password", "token=client.s3Client2.token",
+])
+def test_an_attribute_reference_under_a_secrets_name_stays(redactor: Redactor, line: str) -> None:
+    assert redactor.find(line) == [], line
+    assert redactor.find(json.dumps({"c": line})) == [], line
+
+
+def _session_ids(seed: int) -> dict[str, str]:
+    r = Factory(seed)._rand
+    lower = string.ascii_lowercase + string.digits
+    return {"PHPSESSID": r(26, lower), "JSESSIONID": r(32, HEX.upper()) + ".node1",
+            "connect.sid": f"s%3A{r(32, URLSAFE)}.{r(43, ALNUM)}%2B{r(6)}", "laravel_session": f"eyJpdiI6{r(180)}%3D",
+            "_session_id": r(32, HEX), "ASP.NET_SessionId": r(24, lower), "sessionid": r(32, lower),
+            "_myapp_session": f"{r(120, ALNUM)}--{r(40, HEX)}", "ASPSESSIONIDQSCTRDAB": r(24, string.ascii_uppercase + string.digits),
+            "ci_session": r(40, lower), "express.sid": f"s%3A{r(32, URLSAFE)}.{r(43, ALNUM)}"}
+
+
+@pytest.mark.parametrize("line", ["{name}={value}", "Cookie: {name}={value}", "Cookie: lang=en; {name}={value}; theme=dark",
+                                  "Set-Cookie: {name}={value}; Path=/; HttpOnly; Secure",
+                                  "curl -b '{name}={value}' https://app.internal/admin",
+                                  'curl --cookie "{name}={value}" https://app.internal/',
+                                  "curl -H 'Cookie: {name}={value}' https://app.internal/", "export {name}={value}",
+                                  "document.cookie = '{name}={value}'"])
+def test_a_session_cookie_is_redacted_by_its_name(redactor: Redactor, line: str) -> None:
+    for seed in range(3):
+        for name, value in _session_ids(seed).items():
+            text = line.format(name=name, value=value)
+            for context in CONTEXTS.values():
+                redacted, counts = redactor.redact(context(text))
+                assert "session-cookie" in counts, (text, redacted, counts)
+                assert value[:12] not in redacted and value[-12:] not in redacted, (text, redacted)
+
+
+@pytest.mark.parametrize("line", [
+    "tmux_session=work-2024-06-01-deploy", "session_id=5c0375b4-57a5-4f26-b12d-d022ee4e51b7",
+    '"sessionId": "5c0375b4-57a5-4f26-b12d-d022ee4e51b7"', "SESSION_ENGINE=django.contrib.sessions.backends.db",
+    "sessionid=None", "PHPSESSID=deleted", "laravel_session=/var/lib/php/sessions2024",
+    "Set-Cookie: sessionid=; expires=Thu, 01 Jan 1970 00:00:00 GMT", "the session id is in the cookie jar",
+    "consider the side effects: sid=S-1-5-21", "session.save_path=/var/lib/php/sessions",
+])
+def test_session_look_alikes_stay(redactor: Redactor, line: str) -> None:
+    assert redactor.find(line) == [], line
+    assert redactor.find(json.dumps({"c": line})) == [], line
+
+
+@pytest.mark.parametrize("line", ["TF_VAR_db_password={v}", "export TF_VAR_admin_password='{v}'", "PGPASS={v}",
+                                  "PGPASSWORD={v}", "db_pw={v}", "DB_PW={v}", "MYSQL_PWD={v}", "dbPw = '{v}'",
+                                  "ADMIN_PASS={v}", '{{"db_pw": "{v}"}}'])
+def test_short_password_words_and_prefixed_names_name_a_password(redactor: Redactor, line: str) -> None:
+    value = Factory(3)._rand(12)
+    for context in CONTEXTS.values():
+        redacted, counts = redactor.redact(context(line.format(v=value)))
+        assert "password" in counts and value not in redacted, (line, redacted, counts)
+
+
+@pytest.mark.parametrize("line", ["PWD=/home/x", "PWD=/home/deploy/build-2024", "OLDPWD=/srv/app/release7",
+                                  "pwd_dir=/tmp/x", "TF_VAR_region=eu-west-1", "PGPASSFILE=/home/x/.pgpass"])
+def test_working_folders_and_other_names_stay(redactor: Redactor, line: str) -> None:
+    assert redactor.find(line) == [], line

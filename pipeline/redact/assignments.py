@@ -36,15 +36,15 @@ from pipeline.redact.rules import ANCHORS, PRIORITY_ASSIGNMENT, PRIORITY_ENTROPY
 _KEYWORDS = tuple(
     (anchor, re.compile(word + rb"[a-z0-9_.-]{0,40}(?:(?:\\?[\"'])?(?:\]?[ \t]*(?::=|=>|=|:)[ \t]*|[ \t]+)"
                                    rb"|\\?[\"'][ \t]*,[ \t]*)"))
-    for anchor, word in ((b"pass", b"pass"), (b"pw", b"pwd"), (b"secret", b"secret"), (b"token", b"token"),
+    for anchor, word in ((b"pass", b"pass"), (b"pw", b"pw"), (b"secret", b"secret"), (b"token", b"token"),
                          (b"key", b"key"), (b"cred", b"cred"), (b"auth", b"auth")))
 assert all(anchor in ANCHORS for anchor, _ in _KEYWORDS)
 # The value, taken whole: to its closing quote (the other quotes and any punctuation may be
 # inside; JSON-escaped quotes too), or a bare word to the next blank -- ``7p)abt3r_0k#i9-u)8%26``
 # is one value. A bare word also ends where the shell or a list would end it (``;|<>``, a quote,
 # a backslash: JSON's escapes); ``_bare_end`` then cuts what code or a URL put after it.
-_VALUE = re.compile(rb"\\\"(?P<jq>[^\"\\\n]{1,256})\\\"|\"(?P<dq>[^\"\\\n]{1,256})\"|'(?P<sq>[^'\\\n]{1,256})'"
-                    rb"|`(?P<bq>[^`\\\n]{1,256})`|(?P<bare>[^\s\"'`\\;|<>]{1,256})")
+_VALUE = re.compile(rb"\\\"(?P<jq>[^\"\\\n]+)\\\"|\"(?P<dq>[^\"\\\n]+)\"|'(?P<sq>[^'\\\n]+)'"
+                    rb"|`(?P<bq>[^`\\\n]+)`|(?P<bare>[^\s\"'`\\;|<>]+)")
 _QUOTED = ("jq", "dq", "sq", "bq")
 #: ``name(`` at a value's start: a call (``os.getenv(``, ``get_secret()``), not a literal.
 _CALL = re.compile(r"[A-Za-z_$][\w$]*(?:(?:\.|::|->)[A-Za-z_$][\w$]*)*\(")
@@ -58,12 +58,19 @@ _ENV_NAME = re.compile(r"[A-Z][A-Z0-9_]*")
 _CODE_CHARS = re.compile(r"[\[\]{}<>]")  # regexes, templates, markup: not a literal secret
 _DOTTED = re.compile(r"[A-Za-z_$][\w$]*(?:(?:\.|::|->)[A-Za-z_$][\w$]*)+[,;)\]}]*")  # settings.SECRET_KEY
 _GREP_LINE = re.compile(r"\d+[:-]")  # `auth.ts:10:export ...` is grep output
+_SEGMENTS = re.compile(r"\.|::|->")
+#: The pieces a name reads as (``awsS3BucketV2Name``: aws S 3 Bucket V 2 Name); generated text
+#: falls into many short ones (``CoipkPfUCqND2RkZ``: Coipk Pf U Cq ND 2 Rk Z).
+_PIECES = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+")
 
-_PASSWORD = frozenset({"password", "passwd", "pass", "pwd", "passphrase", "pw", "passcode", "sshpass"})
+_PASSWORD = frozenset({"password", "passwd", "pass", "pwd", "passphrase", "pw", "passcode", "sshpass", "pgpass"})
+#: Words that say where a value is meant for, before the name (Terraform's ``TF_VAR_db_password``).
+_NAME_PREFIXES = (("tf", "var"),)
 #: One-word names (``PGPASSWORD``, ``REDISPASSWORD``) end with these.
 _PASSWORD_ENDINGS = ("password", "passwd", "passphrase")
 _SECRET = frozenset({"secret", "secrets", "credential", "credentials", "creds", "clientsecret", "secretkey"})
-_TOKEN = frozenset({"token", "accesstoken", "authtoken", "refreshtoken", "apitoken", "bearertoken", "auth"})
+_TOKEN = frozenset({"token", "accesstoken", "authtoken", "refreshtoken", "apitoken", "bearertoken", "auth",
+                    "sessiontoken", "securitytoken"})
 _KEY_WORDS = frozenset({"apikey", "accesskey", "privatekey", "authkey", "signingkey", "encryptionkey",
                         "masterkey", "licensekey", "appkey", "clientkey"})
 _KEY_QUALIFIERS = frozenset({"api", "access", "secret", "private", "auth", "signing", "encryption", "master",
@@ -120,6 +127,9 @@ def _name_before(data: bytes, position: int, *, raw: bool = False) -> str:
 
 def _kind(words: list[str]) -> str | None:
     """What a name says its value is; None when it is not a secret's name."""
+    for prefix in _NAME_PREFIXES:
+        if tuple(words[:len(prefix)]) == prefix and len(words) > len(prefix):
+            words = words[len(prefix):]
     if not words or any(w in _NOT_SECRET for w in words):
         return None
     joined = "_".join(words)
@@ -143,12 +153,14 @@ def _kind(words: list[str]) -> str | None:
 def _plausible(value: str, kind: str, *, bare: bool, env: bool, spaced: bool) -> bool:
     """Is ``value``, assigned to a secret's name, a literal secret? ``env``: a bare value of
     ``NAME=value`` (shell, ``.env``); ``spaced``: blanks stood between the operator and the value."""
-    if len(value) < (6 if kind == "password" else 8) or len(value) > 256:
+    if len(value) < (6 if kind == "password" else 8):  # however long: an STS session token has 400 to 1,200
         return False
     if kind == "aws-secret-key" and len(value) == 40 and classes(value) >= 2 and not is_placeholder(value):
         return True
-    if is_placeholder(value) or is_pathlike(value) or is_wordlike(value) or _is_code(value):
+    if is_placeholder(value) or is_pathlike(value) or is_wordlike(value) or _is_code(value, env=env):
         return False
+    if kind == "password" and value[:1] in "/~" and value.count("/") >= 2:
+        return False  # `PWD=/home/deploy/Build2024x`: the shell's working folder, a path however it is spelled
     if " " in value or _GREP_LINE.match(value):
         return False
     if value[0] == "#" and bare and spaced:
@@ -166,17 +178,34 @@ def _plausible(value: str, kind: str, *, bare: bool, env: bool, spaced: bool) ->
     return kind == "password" or classes(value) >= 2 and entropy(value) >= 2.5
 
 
-def _is_code(value: str) -> bool:
+def _is_code(value: str, *, env: bool = False) -> bool:
     """A reference or a call, not a literal: ``settings.SECRET_KEY``, ``os.getenv(``, ``$TOKEN``, ``get()``.
 
-    Only what code looks like: ``7p)abt3r_0k#...`` has a ``)`` and is a literal all the same.
+    Only what code looks like: ``7p)abt3r_0k#...`` has a ``)`` and is a literal all the same, and
+    a dotted value is an attribute only if its parts are names: ``s.<random>`` (Vault),
+    ``hvs.<random>``, ``q7k9t.Lx...`` are tokens. ``env``: the value of a shell's or ``.env``
+    file's ``NAME=value``, where there are no attributes -- only words make it a name there
+    (``API_TOKEN=docs.internal``; Python's ``f(SECRET_KEY=settings.SECRET_KEY_V2)`` too).
     """
-    if _REFERENCE.fullmatch(value) or _DOTTED.fullmatch(value):
+    if _REFERENCE.fullmatch(value):
         return True
+    if _DOTTED.fullmatch(value):
+        parts = _SEGMENTS.split(value.rstrip(",;)]}"))
+        if env:
+            return all(is_wordlike(part) or len(part) < 3 or ("_" in part and not _generated(part)) for part in parts)
+        return not any(_generated(part) for part in parts)
     if value.startswith(("$(", "${", "%(")):
         return True
     # the whole value is a call: ``get_password()``, ``os.getenv(`` (a quote ended the bare word)
     return _CALL.match(value) is not None and value.endswith(("(", ")"))
+
+
+def _generated(part: str) -> bool:
+    """A part of a dotted value that reads as generated text, not as a name: three pieces of one
+    or two letters or more, counting each run of digits (``q7k9t``, ``CoipkPfUCqND2RkZSEgtL4qO``;
+    not ``awsS3BucketV2Name``, ``oAuth2ClientId``, ``v1beta1``)."""
+    pieces = _PIECES.findall(part)
+    return sum(len(p) <= 2 or p.isdigit() for p in pieces) - any(p.isdigit() for p in pieces) >= 4
 
 
 def _bare_end(data: bytes, name_start: int, start: int, end: int, *, env: bool) -> int:

@@ -29,8 +29,8 @@ KIND = "password"
 PRIORITY = PRIORITY_ASSIGNMENT + 2
 
 #: A shell word as the value: quoted (JSON-escaped quotes too) or bare.
-_VALUE = (rb"(?:\\?'(?P<s>[^'\n\\]{1,256})\\?'|\\?\"(?P<d>[^\"\n\\]{1,256})\\?\""
-          rb"|(?P<b>[^\s'\"|;&<>()`\\]{1,256}))")
+_VALUE = (rb"(?:\\?'(?P<s>[^'\n\\]+)\\?'|\\?\"(?P<d>[^\"\n\\]+)\\?\""
+          rb"|(?P<b>[^\s'\"|;&<>()`\\]+))")
 #: The rest of one command after the tool's name: up to a separator (``\\`` line continuations
 #: go on; an escaped ``\n`` in JSON text ends it).
 _SEGMENT = rb"(?:[^\n|;&\\]|\\[^n]){0,300}?"
@@ -65,11 +65,11 @@ _LOGIN_TOOLS = re.compile(rb"(?:docker|podman|nerdctl|buildah|skopeo|oras|crane|
                           rb"\b[^\n|;&]{0,60}$")
 #: curl's user:password; only the part after the colon is redacted.
 _CURL = _rx(rb"curl\b" + _SEGMENT + rb"[\s\"'](?:-u|-U|--user|--proxy-user)(?:=|[ \t]*)(?P<q>\\?['\"])?"
-            rb"[^\s:'\"\\]*:(?P<b>[^\s'\"\\]{1,256})(?(q)(?P=q)|(?=[\s;&|)]|$))")
+            rb"[^\s:'\"\\]*:(?P<b>[^\s'\"\\]+)(?(q)(?P=q)|(?=[\s;&|)]|$))")
 #: echo / printf piped into ``sudo -S`` (``-S``: read the password from standard input).
 #: The echoed word may end with an escaped new line (``printf 'pw\\n'``), which is not part of it.
-_ECHOED = (rb"(?:\\?'(?P<s>[^'\n\\]{1,256})(?:\\{1,2}n)?\\?'|\\?\"(?P<d>[^\"\n\\]{1,256})(?:\\{1,2}n)?\\?\""
-           rb"|(?P<b>[^\s'\"|;&<>()`\\]{1,256}))")
+_ECHOED = (rb"(?:\\?'(?P<s>[^'\n\\]+)(?:\\{1,2}n)?\\?'|\\?\"(?P<d>[^\"\n\\]+)(?:\\{1,2}n)?\\?\""
+           rb"|(?P<b>[^\s'\"|;&<>()`\\]+))")
 _ECHO_SUDO = tuple(_rx(command + rb"(?:[ \t]+-[neE]+)*(?:[ \t]+\\?['\"]?%s(?:\\{1,2}n)?\\?['\"]?)?[ \t]+" + _ECHOED +
                        rb"[ \t]*\|[ \t]*sudo\b[^\n|;&]{0,80}?[ \t]-[A-Za-z]*S") for command in (b"echo", b"printf"))
 _SUDO_HERESTRING = _rx(rb"sudo\b[^\n|;&]{0,80}?[ \t]-[A-Za-z]*S\b[^\n|;&]{0,200}?<<<[ \t]*" + _VALUE)

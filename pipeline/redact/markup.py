@@ -27,9 +27,9 @@ from pipeline.redact.rules import PRIORITY_ASSIGNMENT, Candidate, View
 PRIORITY = PRIORITY_ASSIGNMENT + 1
 
 #: An opening tag: its name (maybe with a namespace prefix) and its attributes.
-_TAG = re.compile(rb"<([A-Za-z_][\w.-]{0,40}:)?([A-Za-z_][\w.-]{0,60})((?:\s[^<>]{0,400}?)?)(/?)>")
+_TAG = re.compile(rb"<([A-Za-z_][\w.-]{0,40}:)?([A-Za-z_][\w.-]{0,60})((?:\s[^<>]{0,8192}?)?)(/?)>")
 #: An attribute, its value quoted (JSON-escaped quotes too).
-_ATTRIBUTE = re.compile(rb"([A-Za-z_:][\w.:-]{0,60})[ \t]*=[ \t]*(\\?[\"'])(.{0,512}?)\2")
+_ATTRIBUTE = re.compile(rb"([A-Za-z_:][\w.:-]{0,60})[ \t]*=[ \t]*(\\?[\"'])(.{0,8192}?)\2")
 #: Attributes that name the entry (its value is in ``value=`` or in the element's text).
 _NAMING = frozenset({b"key", b"name", b"id", b"k"})
 _VALUES = frozenset({b"value", b"v", b"content"})
@@ -38,7 +38,8 @@ _BLANKS = re.compile(rb"(?:\s|\\[nrt])*")
 _CDATA_OPEN, _CDATA_CLOSE = b"<![CDATA[", b"]]>"
 _TEMPLATE = re.compile(r"\{[\w.$ ]*\}|\{\{.*\}\}")
 _PLIST_VALUE = re.compile(rb"(?:\s|\\[nrt])*<string>")
-_MAX_TEXT = 1024
+#: The longest element text read (an STS ``<SessionToken>`` is up to ~1,200 characters).
+_MAX_TEXT = 16 * 1024
 
 
 class MarkupRule:
@@ -125,6 +126,6 @@ def _plist(data: bytes, text: str, start: int) -> Iterator[Candidate]:
 
 def _literal(value: str) -> bool:
     value = value.strip()
-    if len(value) < 3 or len(value) > 512 or is_placeholder(value) or _TEMPLATE.fullmatch(value):
+    if len(value) < 3 or len(value) > _MAX_TEXT or is_placeholder(value) or _TEMPLATE.fullmatch(value):
         return False
     return not value.startswith(("$", "%", "@{", "#{")) or value.startswith("$2")  # ${env.X}, %X%; $2b$ bcrypt

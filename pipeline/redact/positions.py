@@ -34,7 +34,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from pipeline.redact.assignments import _kind
+from pipeline.redact.assignments import _is_code, _kind
 from pipeline.redact.heuristics import (
     classes,
     entropy,
@@ -100,13 +100,13 @@ _STDIN_WORDS = (b"--password-stdin", b"--with-token", b"--passphrase-fd 0", b"--
                 b"--password-from-stdin", b"--token-stdin", b"--stdin", b"chpasswd", b"kinit", b"-passin stdin",
                 b"vault login -", b"secret create", b"secret set")
 # A shell word starting at a position: quoted (JSON-escaped quotes too) or bare.
-_WORD = re.compile(rb"\\?'(?P<s>[^'\n\\]{1,256})\\?'|\\?\"(?P<d>[^\"\n\\]{1,256})\\?\"|(?P<b>[^\s'\"|;&<>()`\\]{1,256})")
+_WORD = re.compile(rb"\\?'(?P<s>[^'\n\\]+)\\?'|\\?\"(?P<d>[^\"\n\\]+)\\?\"|(?P<b>[^\s'\"|;&<>()`\\]+)")
 _FLAG = re.compile(rb"(?:--?|/)[A-Za-z][A-Za-z0-9_.-]{0,40}")
 _TOOL = re.compile(rb"[\w.+/-]{1,64}")
 _SEGMENT_BREAK = re.compile(rb"\\n|\\r|[\n|;&`(\"]|\$\(")
 _ECHO = re.compile(rb"(?:echo|printf)(?:[ \t]+-[neE]+)*(?:[ \t]+\\?['\"]%s(?:\\{1,2}n)?\\?['\"])?[ \t]+(?P<v>"
                    + _WORD.pattern + rb")[ \t]*\|[ \t]*")
-_PASS_COLON = re.compile(rb"pass:(?P<b>[^\s'\"|;&<>()`\\]{1,256})")
+_PASS_COLON = re.compile(rb"pass:(?P<b>[^\s'\"|;&<>()`\\]+)")
 _USER_FLAG = re.compile(rb"(?:-[A-Za-z]*[uU]|--user|--proxy-user|--auth|--basic-auth|--http-user|-a)(?:=|[ \t]+)?")
 _SET = re.compile(rb"[ \t](?:set|config:set)[ \t]+")
 _USER_FLAGS = frozenset({"-u", "-U", "--user", "--proxy-user", "--auth", "--basic-auth", "--http-user", "-a"})
@@ -420,7 +420,7 @@ def _candidate(match: re.Match[bytes], text: str) -> Iterator[Candidate]:
 #: A secret's name (read backwards from the keyword), a few words, maybe ``is`` / ``:``, a value.
 _PROSE_KEYWORDS = (b"key", b"token", b"secret")
 #: The next word after a secret's name, and what may stand between the two: a few short words.
-_NEXT_WORD = re.compile(rb"[ \t]*[:=]?[ \t]+[\"'`]?([^\s\"'`,;()<>]{1,256})")
+_NEXT_WORD = re.compile(rb"[ \t]*[:=]?[ \t]+[\"'`]?([^\s\"'`,;()<>]+)")
 _SMALL_WORD = re.compile(rb"[A-Za-z]{1,12}|[:=-]")
 _CREDENTIAL = re.compile(rb"[A-Za-z0-9+/_=.~-]+")
 _MAX_BETWEEN = 6
@@ -481,8 +481,8 @@ class ProseSecretRule:
 
 
 def _credential_shaped(value: str) -> bool:
-    if is_placeholder(value) or is_uuid(value) or is_pathlike(value):
-        return False
+    if is_placeholder(value) or is_uuid(value) or is_pathlike(value) or _is_code(value):
+        return False  # ``secret = settings.AWS_S3_SECRET_KEY``: an attribute, as assignments read it
     if is_hex(value):
         return len(value) in (32, 64)  # 40: a git SHA
     core = value.rstrip("=")
@@ -522,13 +522,19 @@ class SignatureRule:
 #: Cookies that hold a session: their value is a bearer credential.
 _COOKIE_HEADER = re.compile(rb"(?:set-)?cookie\\?[\"']?[ \t]*[:=][ \t]*\\?[\"']?|cookie[ \t=]+\\?[\"']?|"
                             rb" -b[ \t]+\\?[\"']?")
-_COOKIE_PAIR = re.compile(rb"[ \t]*([A-Za-z0-9_.!#$%&'*+^`|~-]{1,64})=([^;\s\"',\\]{1,4096})[ \t]*;?")
-_SESSION_NAMES = re.compile(rb"(?i)(?:php|j|asp\.net_)?sess(?:ion)?(?:_?id)?|connect\.sid|sid|[\w.-]*_session|"
-                            rb"remember[\w-]*|auth[\w-]*|[\w-]*token|jwt")
-#: Session cookies by their usual names, wherever they are assigned (``PHPSESSID=...``).
-_SESSION_COOKIES = (b"phpsessid=", b"jsessionid=", b"sessionid=", b"session_id=", b"connect.sid=",
-                    b"laravel_session=")
-_SESSION_VALUE = re.compile(rb"[A-Za-z0-9%._~+/-]{16,512}")
+_COOKIE_PAIR = re.compile(rb"[ \t]*([A-Za-z0-9_.!#$%&'*+^`|~-]{1,64})=([^;\s\"',\\]+)[ \t]*;?")
+#: In a cookie header, names that hold a session: any with ``sess`` in it (PHPSESSID, JSESSIONID,
+#: sessionid, _session_id, laravel_session, ASP.NET_SessionId, ASPSESSIONIDxxxx), any ending
+#: ``sid`` (connect.sid, SAPISID), remember-me, auth and token cookies.
+_SESSION_NAMES = re.compile(rb"(?i)[\w.!#$%&'*+^`|~-]*sess[\w.-]*|[\w.-]*sid|remember[\w-]*|auth[\w-]*|"
+                            rb"[\w-]*token|jwt")
+#: Outside a header (``PHPSESSID=...``, ``connect.sid=s%3A...``), only the names session cookies
+#: have -- ``session=`` or ``tmux_session=`` may be anything -- found through ``sess`` or ``.sid``.
+_SESSION_COOKIE = re.compile(rb"(?:php|j|asp|asp\.net_)?sess(?:ion)?_?id[a-z]{0,8}|[\w.-]*_session(?:_?id)?|"
+                             rb"[\w-]+\.sid")
+_NAME_BYTES = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-")
+_SESSION_VALUE = re.compile(rb"[A-Za-z0-9%._~+/-]{16,}")
+_SESSION_PIECES = re.compile(r"[-._%~:]")
 
 
 class CookieRule:
@@ -538,7 +544,8 @@ class CookieRule:
 
     @staticmethod
     def wanted(view: View) -> bool:
-        return not view.quiet and (view.has(b"cookie") or view.has(b"sess") or view.has(b" -b "))
+        # no anchor of the context rules in ``PHPSESSID=...``: not gated on ``view.quiet``
+        return view.has(b"cookie") or view.has(b"sess") or view.has(b".sid") or view.has(b" -b ")
 
     def find(self, view: View) -> Iterator[Candidate]:
         data, lower, text = view.data, view.lower, view.text
@@ -562,18 +569,36 @@ class CookieRule:
                         yield Candidate(start, end, self.kind, PRIORITY)
                     if not pair.group().rstrip().endswith(b";"):
                         break
-        if view.has(b"sess"):
-            for name in _SESSION_COOKIES:
-                position = lower.find(name)
-                while position >= 0:
-                    start = position + len(name)
-                    position = lower.find(name, start)
-                    if start - len(name) and lower[start - len(name) - 1:start - len(name)].isalnum():
-                        continue
-                    value = _SESSION_VALUE.match(data, start)
-                    if value is not None and start not in seen and _session_value(text[start:value.end()]):
-                        seen.add(start)
-                        yield Candidate(start, value.end(), self.kind, PRIORITY)
+        for anchor in (b"sess", b".sid"):
+            position = lower.find(anchor) if view.has(anchor) else -1
+            while position >= 0:
+                found = self._assigned(data, lower, text, position, seen)
+                position = lower.find(anchor, position + len(anchor))
+                if found is not None:
+                    seen.add(found.start)
+                    yield found
+
+    def _assigned(self, data: bytes, lower: bytes, text: str, position: int, seen: set[int]) -> Candidate | None:
+        """``NAME=value`` where NAME, read around ``position``, is a session cookie's."""
+        begin = position
+        while begin and lower[begin - 1] in _NAME_BYTES and position - begin < 64:
+            begin -= 1
+        if begin and lower[begin - 1] == 0x5C and lower[begin] in b"ntr":
+            begin += 1  # JSON-escaped text: `\nPHPSESSID=...`
+        while lower[begin] in b"-.":
+            begin += 1  # a line a diff removed
+        equals = lower.find(b"=", position, position + 64)
+        if equals < 0 or not _SESSION_COOKIE.fullmatch(lower, begin, equals):
+            return None
+        start = equals + 1
+        value = _SESSION_VALUE.match(data, start)
+        if value is None or start in seen:
+            return None
+        secret = text[start:value.end()]
+        if not _session_value(secret) or is_uuid(secret) or is_pathlike(secret) or not any(
+                len(piece) >= 16 for piece in _SESSION_PIECES.split(secret)):
+            return None  # `tmux_session=work-2024-06-01`, `session_id=<uuid>` of a log line
+        return Candidate(start, value.end(), self.kind, PRIORITY)
 
 
 def _session_value(value: str) -> bool:

@@ -45,7 +45,7 @@ _STATEMENT = re.compile(r"""
     )
     [ \t]*
     (?P<quote>["'`«“‘「])?
-    (?P<value>[^\s"'`«»“”‘’「」()\[\]{}<>\u3000-\u30ff\u4e00-\u9fff\uff00-\uffef]{3,64})
+    (?P<value>[^\s"'`«»“”‘’「」()\[\]{}<>\u3000-\u30ff\u4e00-\u9fff\uff00-\uffef]{3,})
 """, re.VERBOSE | re.IGNORECASE)
 _CLOSING = {'"': '"', "'": "'", "`": "`", "«": "»", "“": "”", "‘": "’", "「": "」"}
 _WORD_COPULAS = frozenset({"is", "was", "ist", "lautet", "war", "est", "es", "é", "era", "это", "是", "为", "は"})

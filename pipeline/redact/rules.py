@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import json
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -41,6 +42,9 @@ from pipeline.redact.heuristics import classes, is_placeholder, is_wordlike, ran
 #: Overlapping candidates: the higher priority wins (a provider key inside ``API_KEY=...`` is
 #: an ``openai-api-key``, not a generic ``api-key``).
 PRIORITY_BLOCK = 100
+#: A JWT is found whole before any rule that reads a part of it (base64 of its header, a value
+#: under ``token:`` that the assignment rule would take): those would leave the other parts.
+PRIORITY_JWT = 97
 PRIORITY_CONFIG = 95
 PRIORITY_PROVIDER = 90
 PRIORITY_STRUCTURE = 80
@@ -148,7 +152,17 @@ def _after(prefix: str, min_length: int = 16) -> Callable[[str], bool]:
 
 
 def _jwt(value: str) -> bool:
-    return JwtTokenDetector.is_formally_valid(value)
+    """Three base64url segments whose first is a JOSE header: a JSON object naming ``alg`` or ``typ``
+    (a Kubernetes service-account token's ``kid`` may be anything), or -- cut, mis-padded -- the
+    ``eyJ...eyJ...`` shape detect-secrets takes."""
+    header = value.split(".", 1)[0]
+    try:
+        decoded = json.loads(base64.urlsafe_b64decode(header + "=" * (-len(header) % 4)))
+    except (binascii.Error, ValueError, UnicodeDecodeError):
+        decoded = None
+    if isinstance(decoded, dict):
+        return "alg" in decoded or "typ" in decoded
+    return value.startswith("eyJ") and value.split(".", 2)[1][:3] == "eyJ" or JwtTokenDetector.is_formally_valid(value)
 
 
 _BASE64URL = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-"
@@ -227,8 +241,9 @@ def token_rules() -> list[TokenRule]:
         *(TokenRule("pypi-token", _b(p)) for p in PypiTokenDetector.denylist),
         TokenRule("llm-api-key", _b(r"(?:gsk_|xai-|pplx-)[A-Za-z0-9]{40,}"), _random(30)),
         TokenRule("llm-api-key", _b(r"r8_[A-Za-z0-9]{30,}"), _random(30)),
-        TokenRule("jwt", _b(r"eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*"), _jwt,
-                  priority=PRIORITY_STRUCTURE + 5),
+        # a JOSE header opens with `{"` (eyJ), or `{` and a blank or line break (eyA, ewo, ...)
+        TokenRule("jwt", _b(r"e[wy][A-Za-z0-9_-]{14,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*"), _jwt,
+                  priority=PRIORITY_JWT, start=frozenset({b"ey", b"ew"})),
         # base64 of the bot's numeric id, a timestamp, an HMAC: gitleaks has no rule for it
         TokenRule("discord-bot-token", _b(r"[MNO][A-Za-z0-9_-]{23,27}\.[A-Za-z0-9_-]{6}\.[A-Za-z0-9_-]{27,38}"),
                   _discord, bounded_after=True, start=frozenset(f"{a}{b}".encode() for a in "MNO" for b in _BASE64URL)),
