@@ -544,3 +544,63 @@ def test_a_write_where_agents_or_tools_read_instructions_is_not_ordinary(command
 ])
 def test_reports_and_build_outputs_in_ordinary_places_are_still_ordinary(command: str) -> None:
     assert why_not_ordinary(command) == [], command
+
+
+# -- issue 23 §3, third round: what a blind attacker found ordinary, and the variants written for it -----
+#: H3. A program (or a wrapper) named by a path: exactly a system folder's program, or a file inside the checkout.
+PROGRAM_PATHS = [
+    "/usr/bin/../../tmp/atk/evil/pytest tests/", "/tmp/atk/evil/timeout 60 pytest tests/", "~/bin/time pytest",
+    "../x/uv run pytest", "/bin/../tmp/x/ls", "/usr/bin/../../tmp/x/git status", ".../python -m pytest",
+    # variants: other wrappers and spellings of a way out, a further folder, a glob, ~ and $HOME
+    "/tmp/x/env CI=1 pytest", "/tmp/x/nice pytest", "/usr/bin/../../tmp/x/timeout 60 pytest",
+    "/usr/local/bin/../../../tmp/x/python3 -m pytest", "/usr/bin/X/../python3 -m pytest", "/usr/bin/sub/python3 -V",
+    "/usr//bin/python3 -m pytest", "//usr/bin/python3 -m pytest", "/usr/bin/pyt?st", "/usr/bin/p*", "/bin/l[s]",
+    "~/.local/bin/pytest", "$HOME/bin/pytest", "/opt/x/bin/pytest", "./.../pytest", "tools/..../ls",
+    "timeout 60 /tmp/x/pytest", "uv run ../x/pytest", "env CI=1 ~/bin/pytest", ".?/x/pytest", "./.[.]/x/ls",
+    "/usr/bin/evil --version", "npx ../x/jest",
+]
+
+
+@pytest.mark.parametrize("command", PROGRAM_PATHS)
+def test_a_program_named_by_a_path_outside_the_checkout_is_not_ordinary(command: str) -> None:
+    assert why_not_ordinary(command), command
+
+
+@pytest.mark.parametrize("command", [
+    "/usr/bin/python3 -m pytest", "/bin/ls -la", "/usr/local/bin/pytest -q", "/usr/bin/env CI=1 pytest",
+    "/usr/bin/timeout 60 pytest -x", "/usr/bin/time -p pytest", ".venv/bin/python -m pytest", "./venv/bin/pytest -q",
+    "node_modules/.bin/jest", "./gradlew test", "[ -f setup.py ]", "bin/test tests/test_x.py",
+])
+def test_system_programs_and_the_projects_own_are_still_ordinary(command: str) -> None:
+    assert why_not_ordinary(command) == [], command
+
+
+def test_a_program_path_reason_says_where_it_is() -> None:
+    assert "runs a program outside the project" in why_not_ordinary("/usr/bin/../../tmp/x/git status")[0]
+    assert "runs a program outside the project" in why_not_ordinary("/tmp/atk/evil/timeout 60 pytest")[0]
+    assert "through a glob" in why_not_ordinary("/usr/bin/pyt?st")[0]
+
+
+#: M2. Globs: none in a word that names what runs; no path part that could be `..`.
+GLOBS = [
+    "rm -r .?/build", "rm -r .[.]/build", "rm -r .*/build", "./scripts/d?ploy.sh", "./scripts/dep*.sh",
+    "python scripts/pub*.py", "node scripts/rel?ase.js", "make -f d?ploy.mk",
+    # variants: other classes, other runners, other places a way up hides
+    "rm -rf .[!a]/dist", "rm -rf ./.?/node_modules", "rm -rf src/.*/build", "rm -rf .../build", "cat .?/x.py",
+    "./scripts/[d]eploy.sh", "scripts/*.sh", "bin/rel*", "python3 ./tools/p?blish.py", "uv run scripts/d*.py",
+    "node scripts/*.js", "make --file=*.mk test", "make -f 'r[e]lease.mk'", "make -C d* test", "make -C 'dep?oy'",
+    "go run ./cmd/d*", "tsx scripts/dep*.ts", "timeout 60 ./scripts/d?ploy.sh", "python3 .../x.py",
+]
+
+
+@pytest.mark.parametrize("command", GLOBS)
+def test_a_glob_that_could_name_what_runs_or_climb_out_is_not_ordinary(command: str) -> None:
+    assert why_not_ordinary(command), command
+
+
+@pytest.mark.parametrize("command", [
+    "rm -rf build/* dist", "rm -rf *.egg-info", "cat src/*.py",
+    "go test ./...", "git diff main...HEAD", "./scripts/x.sh [branch]", "scripts/lint.sh --fix",
+])
+def test_plain_names_and_build_output_globs_are_still_ordinary(command: str) -> None:
+    assert why_not_ordinary(command) == [], command

@@ -30,7 +30,14 @@ PREFIXES: tuple[str, ...] = tuple(_DATA["prefixes"])
 
 # -- names -----------------------------------------------------------------------------------------
 def is_glob(part: str) -> bool:
+    """Whether PART may be a glob (any ``*``, ``?`` or ``[``: the wary reading, for paths)."""
     return bool(re.search(r"[*?\[]", part))
+
+
+def expands(word: str) -> bool:
+    """Whether the shell expands WORD as a glob: a ``*``, a ``?`` or a closed ``[...]`` (``[`` alone, the test
+    command, is a plain word)."""
+    return bool(re.search(r"[*?]", word)) or any(char == "[" and _class_end(word, n) > 0 for n, char in enumerate(word))
 
 
 def secret_file(name: str) -> bool:

@@ -15,7 +15,14 @@ import re
 import sys
 from collections.abc import Callable
 
-from pipeline.safety.credentials import could_match, credential_prefix, glob_secret, is_glob, secret_path
+from pipeline.safety.credentials import (
+    could_match,
+    credential_prefix,
+    expands,
+    glob_secret,
+    is_glob,
+    secret_path,
+)
 from pipeline.safety.words import (
     CREDENTIAL_PATH,
     instruction_place,
@@ -47,7 +54,7 @@ def outside(value: str) -> str | None:
     if path.startswith(("/", "~", "\\\\")) or re.match(r"^[A-Za-z]:[\\/]", path):
         return f"points at a path outside the project ({value})"
     parts = re.split(r"[/\\]", path)
-    if ".." in parts or any(is_glob(p) and could_match(p, "..") for p in parts):
+    if any(climbs(p) for p in parts):
         return f"points at a path outside the project ({value})"
     if any(p.lower() == ".git" or is_glob(p) and could_match(p, ".git") for p in parts):
         return f"points into .git ({value})"
@@ -57,6 +64,13 @@ def outside(value: str) -> str | None:
         if is_glob(part) and (name := glob_secret(part, last=n == len(parts) - 1)):
             return f"could name a credential file through a glob ({value} could match {name})"
     return None
+
+
+def climbs(part: str) -> bool:
+    """Whether the path part PART is, or could be, a way up out of its folder: ``..``; ``...`` (``../..`` to
+    some shells and tools); a glob that could match ``..`` (``.?``, ``.[.]``, ``.*``: dash and older bash expand
+    them to ``..``)."""
+    return part == ".." or bool(re.fullmatch(r"\.{3,}", part)) or is_glob(part) and could_match(part, "..")
 
 
 def _pieces(value: str) -> str | None:
@@ -234,12 +248,21 @@ def project_expression(value: str) -> str | None:
 def project_script(value: str) -> str | None:
     """A file of the project that a program runs (``node scripts/build.js``, ``make -f ci.mk``), named for
     what stays in the checkout: not ``deploy.mk``, ``scripts/release.js``."""
-    return project_file(value) or outward_path(value)
+    return project_file(value) or runnable_path(value)
 
 
 def project_folder(value: str) -> str | None:
     """A folder of the project a program runs in (``make -C docs``): not ``deploy/``."""
-    return project_path(value) or outward_path(value)
+    return project_path(value) or runnable_path(value)
+
+
+def runnable_path(value: str) -> str | None:
+    """A path of the project that a line runs (a script, a makefile, the folder whose Makefile runs): spelled out,
+    since through a glob (``scripts/d?ploy.sh``, ``dep*.mk``) the name that runs is not the one in the line, and
+    not named for acting beyond the checkout."""
+    if expands(value):
+        return f"names what it runs through a glob ({value[:60]}), so the name that runs is not in the line"
+    return outward_path(value)
 
 
 def outward_path(value: str) -> str | None:
@@ -288,7 +311,7 @@ def go_package(value: str) -> str | None:
 
 def go_program(value: str) -> str | None:
     """``go run ./cmd/app``: a package of this module, not one named ``./cmd/deploy``."""
-    return go_package(value) or outward_path(value.replace("...", ""))
+    return go_package(value) or runnable_path(value.replace("...", ""))
 
 
 def go_list_operand(value: str) -> str | None:
@@ -390,6 +413,9 @@ def curl_format(value: str) -> str | None:
 
 
 def build_output(value: str) -> str | None:
+    """``build/``, ``dist``, ``*.egg-info``: and no part a way up (``.?/build`` is ``../build`` to dash)."""
+    if any(climbs(part) for part in re.split(r"[/\\]", normal(value))):
+        return f"points at a path outside the project ({value})"
     return None if is_build_output(value) else f"deletes something that is not build output ({value})"
 
 
