@@ -581,7 +581,8 @@ def test_a_program_path_reason_says_where_it_is() -> None:
     assert "through a glob" in why_not_ordinary("/usr/bin/pyt?st")[0]
 
 
-#: M2. Globs: none in a word that names what runs; no path part that could be `..`.
+#: M2. Globs: none in a word that names what runs; no path part that could be `..`. Outward words in a
+#: project program's arguments, as words, in any form (``deployment``, ``--deploy``, ``releasing``).
 GLOBS = [
     "rm -r .?/build", "rm -r .[.]/build", "rm -r .*/build", "./scripts/d?ploy.sh", "./scripts/dep*.sh",
     "python scripts/pub*.py", "node scripts/rel?ase.js", "make -f d?ploy.mk",
@@ -603,4 +604,32 @@ def test_a_glob_that_could_name_what_runs_or_climb_out_is_not_ordinary(command: 
     "go test ./...", "git diff main...HEAD", "./scripts/x.sh [branch]", "scripts/lint.sh --fix",
 ])
 def test_plain_names_and_build_output_globs_are_still_ordinary(command: str) -> None:
+    assert why_not_ordinary(command) == [], command
+
+
+PROJECT_ARGS = [
+    "./run.sh --deploy", "./run.sh deployment", "./run.sh publish-docs",
+    # variants: other forms of the words, options with values, folders, the project's own python and node files
+    "./run.sh --target=deployment", "./run.sh --mode deploy", "./run.sh release/", "./run.sh ./deploy",
+    "./run.sh config/release.yaml", "./run.sh --publishing", "./run.sh releasing", "./run.sh uploads",
+    "./run.sh --no-push", "./run.sh shipped", "./run.sh promotion", "bin/task dropped", "./run.sh Deployment",
+    "python scripts/build.py --upload", "python scripts/build.py --to=releases", "node app.js --publish",
+    "python tests/runtests.py --deploy",
+    # the same forms wherever else the project defines a name a line runs
+    "make shipping", "tox -e releases", "npm run deploying", "scripts/deployment.sh", "nox -s publishing",
+]
+
+
+@pytest.mark.parametrize("command", PROJECT_ARGS)
+def test_words_for_acting_beyond_the_checkout_given_to_a_project_program_are_not_ordinary(command: str) -> None:
+    assert why_not_ordinary(command), command
+
+
+@pytest.mark.parametrize("command", [
+    "./run.sh --verbose", "./run.sh tests", "./run.sh --dropout 0.1", "./run.sh pushd", "bin/test tests/test_deploy.py",
+    "pytest tests/test_deploy.py", "pytest tests/test_deployment.py -k deploy", "python -m pytest tests/test_release.py::t",
+    "python scripts/check_links.py docs --verbose", "node scripts/build.js --prod", "make dropdown-demo",
+    "python tests/runtests.py deployment_tests/test_x.py",
+])
+def test_plain_words_and_tests_of_any_name_are_still_ordinary(command: str) -> None:
     assert why_not_ordinary(command) == [], command

@@ -205,9 +205,23 @@ def requirement(value: str) -> str | None:
     return f"installs something other than a named package ({value[:60]})"
 
 
+#: Endings that keep a word what it was (``deployment``, ``publishing``, ``released``, ``uploader``, ``dropped``).
+_ENDINGS = ("", "s", "es", "ed", "ing", "ings", "er", "ers", "ment", "ments", "ion", "ions", "ation", "ations")
+
+
+def _outward_word(word: str) -> bool:
+    """Whether WORD is one of ``OUTWARD`` or a form of one: ``deploys``, ``deployment``, ``releasing``,
+    ``promotion``, ``shipped`` (not ``dropout`` nor ``pushd``: the ending must be one of ``_ENDINGS``)."""
+    for name in OUTWARD:
+        for stem in {name, name.removesuffix("e"), name + name[-1]}:
+            if word.startswith(stem) and word[len(stem):] in _ENDINGS:
+                return True
+    return False
+
+
 def _outward(name: str) -> bool:
     low = name.lower()
-    return low in OUTWARD or any(part in OUTWARD for part in re.split(r"[-_:./\\,]", low))
+    return _outward_word(low) or any(_outward_word(part) for part in re.split(r"[-_:./\\,]", low))
 
 
 def outward_name(value: str) -> str | None:

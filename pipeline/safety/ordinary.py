@@ -28,12 +28,13 @@ from pipeline.safety.kinds import (
     check,
     outside,
     outward_name,
+    outward_path,
     project_value,
     runnable_path,
 )
 from pipeline.safety.shell import Command, parse
 from pipeline.safety.tables import TABLES, Table
-from pipeline.safety.words import is_local_url, looks_like_command
+from pipeline.safety.words import is_local_url, is_test_path, looks_like_command
 
 __all__ = ["is_ordinary", "looks_like_command", "why_not_ordinary"]
 
@@ -244,14 +245,19 @@ def _project_program(path: str, words: list[str]) -> str | None:
 
 def _project_args(words: list[str]) -> str | None:
     """What the project's own program is given: its flags are its own, but no value outside the checkout,
-    no URL, no command line for it to run, no operand naming an act beyond the checkout (``./run.sh deploy``)."""
+    no URL, no command line for it to run, and no word naming an act beyond the checkout -- an operand, an
+    option or its value (``./run.sh deploy``, ``./run.sh --deploy``, ``--target=deployment``, ``release/``),
+    a path too unless it is a test's (``tests/test_deploy.py`` is a test to run)."""
     for word in words:
         if word.startswith("-") and word not in ("-", "--"):
             name, _, value = word.partition("=")
             if not re.fullmatch(r"--?[\w][\w.:-]*", name):
                 return f"gives the program an option that is not a plain name ({word[:60]})"
+            if reason := outward_name(name.lstrip("-")):
+                return reason
             word = value
-        elif "/" not in word and (reason := outward_name(word)):
+        if "/" not in word and (reason := outward_name(word)) or \
+                "/" in word and not is_test_path(word) and (reason := outward_path(word)):
             return reason
         if reason := project_value(word):
             return reason
