@@ -633,3 +633,26 @@ def test_words_for_acting_beyond_the_checkout_given_to_a_project_program_are_not
 ])
 def test_plain_words_and_tests_of_any_name_are_still_ordinary(command: str) -> None:
     assert why_not_ordinary(command) == [], command
+
+
+#: L2. A module named by a dotted name is imported: never one of Python's own library.
+STDLIB_MODULES = [
+    "DJANGO_SETTINGS_MODULE=antigravity python manage.py check", "pytest --ds=antigravity",
+    # variants: other imported names, other options of the kind, a dotted name under the library
+    "pytest --ds=this", "pytest --ds=os.path", "env DJANGO_SETTINGS_MODULE=webbrowser pytest",
+    "python manage.py test --settings=antigravity", "pytest --cov=antigravity", "coverage run --source=this -m pytest",
+    "mypy -m antigravity", "isort -p antigravity .",
+]
+
+
+@pytest.mark.parametrize("command", STDLIB_MODULES)
+def test_a_module_of_pythons_own_library_is_not_a_module_of_the_project(command: str) -> None:
+    assert why_not_ordinary(command), command
+
+
+@pytest.mark.parametrize("command", [
+    "DJANGO_SETTINGS_MODULE=myapp.settings python manage.py check", "pytest --ds=config.settings.test",
+    "pytest --ds=test.settings", "pytest --cov=myapp", "pytest --cov=src", "python manage.py test --settings=app.ci",
+])
+def test_the_projects_own_modules_are_still_ordinary(command: str) -> None:
+    assert why_not_ordinary(command) == [], command

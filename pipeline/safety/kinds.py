@@ -137,10 +137,23 @@ def test_label(value: str) -> str | None:
         return None
     if not re.fullmatch(r"[A-Za-z_]\w*(?:\.\w+)*", value):
         return f"{value[:60]} is not a test module or path"
+    return _own_module(value, "a test of the project")
+
+
+def _own_module(value: str, what: str) -> str | None:
+    """A dotted name that is imported must be the project's: not a module of Python's own library (importing
+    ``antigravity`` opens a web browser, ``this`` prints); ``test`` is also the name of many projects' test folder."""
     top = value.split(".", 1)[0]
     if top != "test" and top in sys.stdlib_module_names:
-        return f"imports {top}, a module of Python's own library, not a test of the project"
+        return f"imports {top}, a module of Python's own library, not {what}"
     return None
+
+
+def module(value: str) -> str | None:
+    """A module of the project by its dotted name (``--ds=myapp.settings``, ``DJANGO_SETTINGS_MODULE``)."""
+    if not re.fullmatch(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*|<\w+>", value) or CREDENTIAL_PATH.search(value):
+        return f"{value or '(nothing)'} is not a module name"
+    return _own_module(value, "a module of the project")
 
 
 def output_path(value: str) -> str | None:
@@ -452,7 +465,10 @@ def project_paths(value: str) -> str | None:
 
 
 def module_or_path(value: str) -> str | None:
-    return None if re.fullmatch(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*", value) else project_path(value)
+    """``--cov=myapp``, ``--source=src``: a module of the project (coverage may import it to find it) or a path."""
+    if re.fullmatch(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*", value):
+        return _own_module(value, "a module of the project")
+    return project_path(value)
 
 
 def message(value: str) -> str | None:
@@ -471,7 +487,7 @@ KINDS: dict[str, Check] = {
     "jobs": _matches(r"\d+%?|auto|logical|max|<\w+>", "a number of jobs"),
     "duration": _matches(r"(?:\d+(?:\.\d+)?(?:ns|us|ms|s|m|h|d)?)+|<\w+>", "a duration"),
     "version": _matches(r"(?:c?python-?|pypy|py)?\d+(?:\.\d+)*[a-z0-9]*|python\d?(?:\.\d+)?|<\w+>", "a version"),
-    "module": _matches(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*|<\w+>", "a module name"),
+    "module": module,
     "module-or-path": module_or_path,
     "flag": _matches(r"(?i:0|1|2|3|true|false|yes|no|on|off|)", "0, 1, true or false"),
     "project-path": project_path,
