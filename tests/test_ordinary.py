@@ -656,3 +656,39 @@ def test_a_module_of_pythons_own_library_is_not_a_module_of_the_project(command:
 ])
 def test_the_projects_own_modules_are_still_ordinary(command: str) -> None:
     assert why_not_ordinary(command) == [], command
+
+
+#: L3. Searches for secrets by their word, however spelled, and for tokens by a prefix cut at its separator;
+#: ps, which shows processes' arguments.
+SECRET_SEARCHES = [
+    "grep -rn 'pass[w]ord' .", "rg xoxb .", "git log -S'pass' -p", "grep -ri 'BEGIN .* KEY' .", "ps aux",
+    # variants: classes, wildcards, repeats, grep's basic operators, a word cut short or missing its first letters
+    "grep -rn 'p.ssword' .", "grep -rn 'pa.s' .", "grep -rn assword .", "rg 'db_pass[w]ord'", "rg 'PASS[W]D'",
+    "grep -rn 'pa\\(s\\)\\{2\\}word' .", "grep -rn 'pas*word' .", "grep -rn 'pa[s]\\+word' .", "rg 'sec.et'",
+    "rg 'secr'", "rg 'ecret'", "git grep 't[o]ken'", "git log -G 'toke'", "rg 'priv.te.key'", "rg 'private[-_ ]key'",
+    "rg 'api.key'", "rg 'cred'", "grep -rn 'x\\|pass' .", "rg 'BEGIN [A-Z]+ PRIVATE'", "rg 'BEGIN.*KEY'",
+    "rg 'glpat' .", "git grep -n 'xoxp'", "rg 'sk-ant'", "rg 'github_pat'", "ps -ef", "ps -p 1", "/bin/ps",
+]
+
+
+@pytest.mark.parametrize("command", SECRET_SEARCHES)
+def test_searches_for_secrets_however_spelled_and_ps_are_not_ordinary(command: str) -> None:
+    assert why_not_ordinary(command), command
+
+
+@pytest.mark.parametrize("command", [
+    "grep -rn 'def main' src", "grep -rn bypass .", "grep -rn word .", "grep -rn discrete .", "rg essential docs",
+    "grep -rn broken .", "grep -rn 'BEGIN' .", "rg begin lib", "rg private src", "rg 'private fun' src",
+    "rg rubygems .", "grep -rn 'permission_classes\\|@login_required' --include='*.py'", "grep -rn '.....' .",
+    "git log -S 'def main' --oneline", "grep -rn hf_hub_download .", "rg 'passport' src",
+])
+def test_searches_for_plain_words_are_still_ordinary(command: str) -> None:
+    assert why_not_ordinary(command) == [], command
+
+
+def test_plain_secret_words_keep_their_verdict() -> None:
+    """`token` was refused as a word and inside one (`token_count`): that stays; the new reading adds spellings."""
+    assert "searches for secrets" in why_not_ordinary("rg token_count src")[0]
+    assert "searches for secrets" in why_not_ordinary("rg token src")[0]
+    assert "could match password" in why_not_ordinary("grep -rn 'pass[w]ord' .")[0]
+    assert "tokens that start xoxb-" in why_not_ordinary("rg xoxb .")[0]

@@ -22,6 +22,7 @@ from pipeline.safety.credentials import (
     glob_secret,
     is_glob,
     secret_path,
+    secret_word,
 )
 from pipeline.safety.words import (
     CREDENTIAL_PATH,
@@ -372,6 +373,8 @@ def search_pattern(value: str) -> str | None:
         return "spans several lines"
     if _SECRETS.search(value):
         return f"searches for secrets ({value[:60]})"
+    if word := secret_word(value):
+        return f"searches for secrets ({value[:60]} could match {word})"
     if prefix := credential_prefix(value):
         return f"searches for keys ({value[:60]} finds tokens that start {prefix})"
     return None
