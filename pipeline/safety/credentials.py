@@ -26,11 +26,19 @@ FILES: tuple[str, ...] = tuple(name.lower() for name in _DATA["files"])
 FOLDERS: tuple[str, ...] = tuple(name.lower() for name in _DATA["folders"])
 TEMPLATES: tuple[str, ...] = tuple(name.lower() for name in _DATA["templates"])
 PREFIXES: tuple[str, ...] = tuple(_DATA["prefixes"])
+SECRET_WORDS: tuple[str, ...] = tuple(word.lower() for word in _DATA["secret_words"])
 
 
 # -- names -----------------------------------------------------------------------------------------
 def is_glob(part: str) -> bool:
+    """Whether PART may be a glob (any ``*``, ``?`` or ``[``: the wary reading, for paths)."""
     return bool(re.search(r"[*?\[]", part))
+
+
+def expands(word: str) -> bool:
+    """Whether the shell expands WORD as a glob: a ``*``, a ``?`` or a closed ``[...]`` (``[`` alone, the test
+    command, is a plain word)."""
+    return bool(re.search(r"[*?]", word)) or any(char == "[" and _class_end(word, n) > 0 for n, char in enumerate(word))
 
 
 def secret_file(name: str) -> bool:
@@ -150,14 +158,22 @@ def could_match(glob: str, name: str, shell: bool = True) -> bool:
 
 # -- searches --------------------------------------------------------------------------------------
 #: An item of a search pattern: the characters it matches (None: nearly any), whether it may be left out,
-#: and the character as written (for telling an identifier from a token).
-_Search = tuple[frozenset[str] | None, bool, str]
+#: the character as written (for telling an identifier from a token), and whether it may repeat.
+_Search = tuple[frozenset[str] | None, bool, str, bool]
 _CLASSES = {"d": None, "w": None, "s": None, "D": None, "W": None, "S": None}
 
 
 def _search_items(pattern: str) -> list[list[_Search]]:
-    """PATTERN (a grep or ripgrep regex) as alternatives of items; groups, anchors and boundaries dropped."""
+    """PATTERN (a grep or ripgrep regex) as alternatives of items; groups, anchors and boundaries dropped.
+    Read warily: ``\\|``, ``\\?``, ``\\+`` and ``\\{m,n\\}`` are grep's basic regex operators, taken as such
+    (to ripgrep they are the characters: reading them as operators only lets a pattern match more)."""
     alternatives: list[list[_Search]] = [[]]
+
+    def quantify(optional: bool, repeat: bool) -> None:
+        if alternatives[-1]:
+            chars, was_optional, written, was_repeat = alternatives[-1][-1]
+            alternatives[-1][-1] = (chars, was_optional or optional, written, was_repeat or repeat)
+
     n = 0
     while n < len(pattern):
         char, item = pattern[n], None
@@ -167,29 +183,41 @@ def _search_items(pattern: str) -> list[list[_Search]]:
             if escaped in "bB<>AZzGK`'":
                 n += 1
                 continue  # a boundary: matches no character
-            item = (None, False, "") if escaped in _CLASSES else (frozenset({escaped.lower()}), False, escaped)
+            if escaped == "|":
+                alternatives.append([])
+            elif escaped in "?+":
+                quantify(escaped == "?", escaped == "+")
+            elif escaped == "{" and (interval := re.match(r"(\d*)(,?)(\d*)\\\}", pattern[n + 1:])):
+                low, comma, high = interval.groups()
+                quantify(not low.strip("0"), bool(comma) and high != "1" or int(high or low or 0) > 1)
+                n += len(interval.group(0))
+            elif escaped in "()":
+                pass
+            else:
+                item = (None, False, "", False) if escaped in _CLASSES else \
+                    (frozenset({escaped.lower()}), False, escaped, False)
         elif char == "[" and (end := _class_end(pattern, n)) > 0:
             body = pattern[n + 1:end]
             spanned = body[:1] in ("^", "!") or re.search(r"\[:\w+:\]|\\[dwsDWS]|.-.", body)
             chars = frozenset(c.lower() for c in body.replace("\\", ""))
-            item = (None, False, "") if spanned or len(chars) > 8 else (chars, False, body if len(chars) == 1 else "")
+            item = (None, False, "", False) if spanned or len(chars) > 8 else \
+                (chars, False, body if len(chars) == 1 else "", False)
             n = end
         elif char == ".":
-            item = (None, False, "")
+            item = (None, False, "", False)
         elif char == "|":
             alternatives.append([])
-        elif char in "?*" or char == "{" and re.match(r"\{\d*,?\d*\}", pattern[n:]):
-            close = pattern.find("}", n) if char == "{" else n
-            optional = char != "{" or re.match(r"\{(?:0+|0*,\d*)\}", pattern[n:close + 1]) is not None
-            if optional and alternatives[-1]:
-                chars, _, written = alternatives[-1][-1]
-                alternatives[-1][-1] = (chars, True, written)
-            n = close
+        elif char in "?*+":
+            quantify(char != "+", char != "?")
+        elif char == "{" and (interval := re.match(r"\{(\d*)(,?)(\d*)\}", pattern[n:])):
+            low, comma, high = interval.groups()
+            quantify(not low.strip("0"), bool(comma) and high != "1" or int(high or low or 0) > 1)
+            n += len(interval.group(0)) - 1
         elif char == "(":
             group = re.match(r"\(\?(?:[:=!]|<[=!]|P?<\w+>|[a-zA-Z]*:?)", pattern[n:])
             n += len(group.group(0)) - 1 if group else 0
-        elif char not in "^$)+":
-            item = (frozenset({char.lower()}), False, char)
+        elif char not in "^$)":
+            item = (frozenset({char.lower()}), False, char, False)
         if item is not None:
             alternatives[-1].append(item)
         n += 1
@@ -198,13 +226,19 @@ def _search_items(pattern: str) -> list[list[_Search]]:
 
 def _aligned(items: list[_Search], start: int, prefix: str) -> int | None:
     """The index after PREFIX matched from item START (None: it does not), with at most one item that
-    matches nearly anything and three characters matched as written."""
+    matches nearly anything and three characters matched as written. A pattern may also end where only the
+    prefix's separator is left, if what it matched is a token's opening, not a name: ``xoxb`` finds ``xoxb-``
+    tokens, ``glpat`` ``glpat-``; ``rubygems`` (a word past six letters) is a name."""
+    cut = len(prefix.rstrip("-_.=~"))
+    stem = prefix[:cut]
+    short = cut >= 4 and (len(stem) <= 6 or not stem.isalpha()) and cut < len(prefix)
+
     def walk(k: int, p: int, loose: int) -> int | None:
         if p == len(prefix):
             return k if loose <= 1 and len(prefix) - loose >= 3 else None
         if k == len(items):
-            return None
-        chars, optional, _ = items[k]
+            return k if short and p == cut and loose <= 1 and cut - loose >= 4 else None
+        chars, optional, _, _ = items[k]
         if optional and (end := walk(k + 1, p, loose)) is not None:
             return end
         if chars is None:
@@ -212,6 +246,58 @@ def _aligned(items: list[_Search], start: int, prefix: str) -> int | None:
         return walk(k + 1, p + 1, loose) if prefix[p] in chars else None
 
     return walk(start, 0, 0)
+
+
+def secret_word(pattern: str) -> str | None:
+    """The word secrets are kept under (``password``, ``secret``, ``token``, ``BEGIN ... KEY`` ...: ``secret_words``
+    of ``credentials.toml``) the search PATTERN could match, however spelled: through a class or a wildcard
+    (``pass[w]ord``, ``p.ssword``, ``BEGIN .* KEY``), cut short where the word allows (``pass``, ``secr``), or
+    without its first letter or two (``assword``). Four characters must be matched as written (three for a word
+    cut short), so ``.....`` or ``or`` is no search for one."""
+    for items in _search_items(pattern):
+        for spec in SECRET_WORDS:
+            if _finds(items, spec):
+                return spec.replace("|", "")
+    return None
+
+
+def _finds(items: list[_Search], spec: str) -> bool:
+    """Whether ITEMS could match text holding the secret word SPEC (``*``: any run of characters; the pattern may
+    end anywhere after ``|``). The word may start at any item if the pattern goes on to its end (``db_password``);
+    the pattern must start at the word's start to end inside it, or at its second or third letter."""
+    word = spec.replace("|", "")
+    cut = spec.find("|") if "|" in spec else len(word)
+    todo: list[tuple[int, int, int, bool]] = []  # item, character of the word, characters written, may end early
+    todo += [(i, 0, 0, all(item[1] for item in items[:i])) for i in range(len(items))]
+    todo += [(0, j, 0, False) for j in (1, 2) if j < cut]
+    seen: set[tuple[int, int, int, bool]] = set()
+    while todo:
+        state = todo.pop()
+        if state in seen:
+            continue
+        seen.add(state)
+        i, j, written, early = state
+        if j == len(word) and written >= 4 or i == len(items) and early and j >= cut and written >= 3:
+            return True
+        if i < len(items) and items[i][1]:
+            todo.append((i + 1, j, written, early))
+        if j == len(word):
+            continue
+        if word[j] == "*":
+            todo.append((i, j + 1, written, early))
+            if i < len(items):
+                todo += [(i, j, written, early), (i + 1, j, written, early)] if items[i][3] else \
+                    [(i + 1, j, written, early)]
+            continue
+        if i == len(items):
+            continue
+        chars, _, _, repeat = items[i]
+        if chars is None or word[j] in chars:
+            counted = min(written + (chars is not None), 4)
+            todo.append((i + 1, j + 1, counted, early))
+            if repeat:
+                todo.append((i, j + 1, counted, early))
+    return False
 
 
 def credential_prefix(pattern: str) -> str | None:
@@ -228,7 +314,7 @@ def credential_prefix(pattern: str) -> str | None:
                 end = _aligned(items, start, prefix.lower())
                 if end is None:
                     continue
-                rest = "".join(written for _, _, written in items[end:end + 40])
+                rest = "".join(written for _, _, written, _ in items[end:end + 40])
                 if re.match(r"[a-z]{2,}(?![A-Za-z0-9])", rest):
                     continue
                 return prefix

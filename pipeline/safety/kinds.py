@@ -15,7 +15,15 @@ import re
 import sys
 from collections.abc import Callable
 
-from pipeline.safety.credentials import could_match, credential_prefix, glob_secret, is_glob, secret_path
+from pipeline.safety.credentials import (
+    could_match,
+    credential_prefix,
+    expands,
+    glob_secret,
+    is_glob,
+    secret_path,
+    secret_word,
+)
 from pipeline.safety.words import (
     CREDENTIAL_PATH,
     instruction_place,
@@ -47,7 +55,7 @@ def outside(value: str) -> str | None:
     if path.startswith(("/", "~", "\\\\")) or re.match(r"^[A-Za-z]:[\\/]", path):
         return f"points at a path outside the project ({value})"
     parts = re.split(r"[/\\]", path)
-    if ".." in parts or any(is_glob(p) and could_match(p, "..") for p in parts):
+    if any(climbs(p) for p in parts):
         return f"points at a path outside the project ({value})"
     if any(p.lower() == ".git" or is_glob(p) and could_match(p, ".git") for p in parts):
         return f"points into .git ({value})"
@@ -57,6 +65,13 @@ def outside(value: str) -> str | None:
         if is_glob(part) and (name := glob_secret(part, last=n == len(parts) - 1)):
             return f"could name a credential file through a glob ({value} could match {name})"
     return None
+
+
+def climbs(part: str) -> bool:
+    """Whether the path part PART is, or could be, a way up out of its folder: ``..``; ``...`` (``../..`` to
+    some shells and tools); a glob that could match ``..`` (``.?``, ``.[.]``, ``.*``: dash and older bash expand
+    them to ``..``)."""
+    return part == ".." or bool(re.fullmatch(r"\.{3,}", part)) or is_glob(part) and could_match(part, "..")
 
 
 def _pieces(value: str) -> str | None:
@@ -123,10 +138,23 @@ def test_label(value: str) -> str | None:
         return None
     if not re.fullmatch(r"[A-Za-z_]\w*(?:\.\w+)*", value):
         return f"{value[:60]} is not a test module or path"
+    return _own_module(value, "a test of the project")
+
+
+def _own_module(value: str, what: str) -> str | None:
+    """A dotted name that is imported must be the project's: not a module of Python's own library (importing
+    ``antigravity`` opens a web browser, ``this`` prints); ``test`` is also the name of many projects' test folder."""
     top = value.split(".", 1)[0]
     if top != "test" and top in sys.stdlib_module_names:
-        return f"imports {top}, a module of Python's own library, not a test of the project"
+        return f"imports {top}, a module of Python's own library, not {what}"
     return None
+
+
+def module(value: str) -> str | None:
+    """A module of the project by its dotted name (``--ds=myapp.settings``, ``DJANGO_SETTINGS_MODULE``)."""
+    if not re.fullmatch(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*|<\w+>", value) or CREDENTIAL_PATH.search(value):
+        return f"{value or '(nothing)'} is not a module name"
+    return _own_module(value, "a module of the project")
 
 
 def output_path(value: str) -> str | None:
@@ -191,9 +219,23 @@ def requirement(value: str) -> str | None:
     return f"installs something other than a named package ({value[:60]})"
 
 
+#: Endings that keep a word what it was (``deployment``, ``publishing``, ``released``, ``uploader``, ``dropped``).
+_ENDINGS = ("", "s", "es", "ed", "ing", "ings", "er", "ers", "ment", "ments", "ion", "ions", "ation", "ations")
+
+
+def _outward_word(word: str) -> bool:
+    """Whether WORD is one of ``OUTWARD`` or a form of one: ``deploys``, ``deployment``, ``releasing``,
+    ``promotion``, ``shipped`` (not ``dropout`` nor ``pushd``: the ending must be one of ``_ENDINGS``)."""
+    for name in OUTWARD:
+        for stem in {name, name.removesuffix("e"), name + name[-1]}:
+            if word.startswith(stem) and word[len(stem):] in _ENDINGS:
+                return True
+    return False
+
+
 def _outward(name: str) -> bool:
     low = name.lower()
-    return low in OUTWARD or any(part in OUTWARD for part in re.split(r"[-_:./\\,]", low))
+    return _outward_word(low) or any(_outward_word(part) for part in re.split(r"[-_:./\\,]", low))
 
 
 def outward_name(value: str) -> str | None:
@@ -234,12 +276,21 @@ def project_expression(value: str) -> str | None:
 def project_script(value: str) -> str | None:
     """A file of the project that a program runs (``node scripts/build.js``, ``make -f ci.mk``), named for
     what stays in the checkout: not ``deploy.mk``, ``scripts/release.js``."""
-    return project_file(value) or outward_path(value)
+    return project_file(value) or runnable_path(value)
 
 
 def project_folder(value: str) -> str | None:
     """A folder of the project a program runs in (``make -C docs``): not ``deploy/``."""
-    return project_path(value) or outward_path(value)
+    return project_path(value) or runnable_path(value)
+
+
+def runnable_path(value: str) -> str | None:
+    """A path of the project that a line runs (a script, a makefile, the folder whose Makefile runs): spelled out,
+    since through a glob (``scripts/d?ploy.sh``, ``dep*.mk``) the name that runs is not the one in the line, and
+    not named for acting beyond the checkout."""
+    if expands(value):
+        return f"names what it runs through a glob ({value[:60]}), so the name that runs is not in the line"
+    return outward_path(value)
 
 
 def outward_path(value: str) -> str | None:
@@ -288,7 +339,7 @@ def go_package(value: str) -> str | None:
 
 def go_program(value: str) -> str | None:
     """``go run ./cmd/app``: a package of this module, not one named ``./cmd/deploy``."""
-    return go_package(value) or outward_path(value.replace("...", ""))
+    return go_package(value) or runnable_path(value.replace("...", ""))
 
 
 def go_list_operand(value: str) -> str | None:
@@ -322,6 +373,8 @@ def search_pattern(value: str) -> str | None:
         return "spans several lines"
     if _SECRETS.search(value):
         return f"searches for secrets ({value[:60]})"
+    if word := secret_word(value):
+        return f"searches for secrets ({value[:60]} could match {word})"
     if prefix := credential_prefix(value):
         return f"searches for keys ({value[:60]} finds tokens that start {prefix})"
     return None
@@ -390,6 +443,9 @@ def curl_format(value: str) -> str | None:
 
 
 def build_output(value: str) -> str | None:
+    """``build/``, ``dist``, ``*.egg-info``: and no part a way up (``.?/build`` is ``../build`` to dash)."""
+    if any(climbs(part) for part in re.split(r"[/\\]", normal(value))):
+        return f"points at a path outside the project ({value})"
     return None if is_build_output(value) else f"deletes something that is not build output ({value})"
 
 
@@ -412,7 +468,10 @@ def project_paths(value: str) -> str | None:
 
 
 def module_or_path(value: str) -> str | None:
-    return None if re.fullmatch(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*", value) else project_path(value)
+    """``--cov=myapp``, ``--source=src``: a module of the project (coverage may import it to find it) or a path."""
+    if re.fullmatch(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*", value):
+        return _own_module(value, "a module of the project")
+    return project_path(value)
 
 
 def message(value: str) -> str | None:
@@ -431,7 +490,7 @@ KINDS: dict[str, Check] = {
     "jobs": _matches(r"\d+%?|auto|logical|max|<\w+>", "a number of jobs"),
     "duration": _matches(r"(?:\d+(?:\.\d+)?(?:ns|us|ms|s|m|h|d)?)+|<\w+>", "a duration"),
     "version": _matches(r"(?:c?python-?|pypy|py)?\d+(?:\.\d+)*[a-z0-9]*|python\d?(?:\.\d+)?|<\w+>", "a version"),
-    "module": _matches(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*|<\w+>", "a module name"),
+    "module": module,
     "module-or-path": module_or_path,
     "flag": _matches(r"(?i:0|1|2|3|true|false|yes|no|on|off|)", "0, 1, true or false"),
     "project-path": project_path,

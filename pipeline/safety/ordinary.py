@@ -22,10 +22,19 @@ from __future__ import annotations
 
 import re
 
-from pipeline.safety.kinds import assignment, check, outside, outward_name, outward_path, project_value
+from pipeline.safety.credentials import expands
+from pipeline.safety.kinds import (
+    assignment,
+    check,
+    outside,
+    outward_name,
+    outward_path,
+    project_value,
+    runnable_path,
+)
 from pipeline.safety.shell import Command, parse
 from pipeline.safety.tables import TABLES, Table
-from pipeline.safety.words import is_local_url, looks_like_command
+from pipeline.safety.words import is_local_url, is_test_path, looks_like_command
 
 __all__ = ["is_ordinary", "looks_like_command", "why_not_ordinary"]
 
@@ -134,6 +143,8 @@ def _assignment(word: str) -> str | None:
 
 def _wrapper(words: list[str]) -> str | None:
     name = words[0].rsplit("/", 1)[-1]
+    if reason := _named_program(words[0]):
+        return reason
     if name in ("sudo", "doas", "pkexec", "su"):
         return "runs as root"
     table = TABLES.wrappers.get(name)
@@ -146,19 +157,37 @@ def _wrapper(words: list[str]) -> str | None:
 
 
 # -- programs and their words -------------------------------------------------------------------------
+#: A program of a system folder named exactly: ``/usr/bin/python3``, ``/bin/ls``, ``/usr/local/bin/timeout``.
+_SYSTEM_PROGRAM = re.compile(f"(?:{'|'.join(map(re.escape, TABLES.system_bins))})[\\w+][\\w.+-]*")
+
+
+def _named_program(word: str) -> str | None:
+    """Why the program (or wrapper) WORD is not one a table may judge by its name, or None. A bare name is
+    looked up; a path is exactly a system folder's program (``/usr/bin/NAME``: no ``..``, no further folder) or
+    a file inside the checkout, the project's own -- never a path that leaves it (``/usr/bin/../../tmp/x/git``,
+    ``/tmp/x/timeout``, ``~/bin/time``, ``../x/uv``, ``.../python``). No spelling is a glob: the name that runs
+    would not be the one in the line (``./scripts/d?ploy.sh``)."""
+    if expands(word):
+        return f"names what it runs through a glob ({word[:60]}), so the name that runs is not in the line"
+    if "/" not in word or _SYSTEM_PROGRAM.fullmatch(word):
+        return None
+    if reason := outside(word):
+        return f"runs a program outside the project: {reason}"
+    return None
+
+
 def _argv(argv: list[str], only: frozenset[str] | None = None, by: str = "") -> str | None:
     """ARGV judged by its program's table (ONLY: the programs allowed here, for ``npx``, ``uvx`` ...)."""
     first = argv[0]
     name = first.rsplit("/", 1)[-1]
     if only is not None and "any" not in only and name not in only:
         return f"{by} downloads or runs {name}, which is not one of the tools it may run here"
-    if "/" in first:
-        if not first.startswith(TABLES.system_bins) and (reason := outside(first)):
-            return f"runs a program outside the project: {reason}"
-        if name not in TABLES.programs:
-            if first.startswith(TABLES.system_bins):
-                return f"{name} is not a test, build, lint, read-only or package-install command"
-            return _project_program(first, argv[1:])  # the project's own script: ./tests/runtests.py, bin/test
+    if reason := _named_program(first):
+        return reason
+    if "/" in first and name not in TABLES.programs:
+        if _SYSTEM_PROGRAM.fullmatch(first):
+            return f"{name} is not a test, build, lint, read-only or package-install command"
+        return _project_program(first, argv[1:])  # the project's own script: ./tests/runtests.py, bin/test
     table = TABLES.programs.get(name)
     if table is None:
         return f"{name} is not a test, build, lint, read-only or package-install command"
@@ -209,21 +238,26 @@ def _project_program(path: str, words: list[str]) -> str | None:
     table = TABLES.files.get(path.rsplit("/", 1)[-1])
     if table is not None:
         return _args(table, words)
-    if reason := outward_path(path):
+    if reason := runnable_path(path):
         return reason
     return _project_args(words)
 
 
 def _project_args(words: list[str]) -> str | None:
     """What the project's own program is given: its flags are its own, but no value outside the checkout,
-    no URL, no command line for it to run, no operand naming an act beyond the checkout (``./run.sh deploy``)."""
+    no URL, no command line for it to run, and no word naming an act beyond the checkout -- an operand, an
+    option or its value (``./run.sh deploy``, ``./run.sh --deploy``, ``--target=deployment``, ``release/``),
+    a path too unless it is a test's (``tests/test_deploy.py`` is a test to run)."""
     for word in words:
         if word.startswith("-") and word not in ("-", "--"):
             name, _, value = word.partition("=")
             if not re.fullmatch(r"--?[\w][\w.:-]*", name):
                 return f"gives the program an option that is not a plain name ({word[:60]})"
+            if reason := outward_name(name.lstrip("-")):
+                return reason
             word = value
-        elif "/" not in word and (reason := outward_name(word)):
+        if "/" not in word and (reason := outward_name(word)) or \
+                "/" in word and not is_test_path(word) and (reason := outward_path(word)):
             return reason
         if reason := project_value(word):
             return reason
