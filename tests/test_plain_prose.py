@@ -42,11 +42,12 @@ def test_prose_about_the_checkout_is_plain(text: str) -> None:
     assert why_not_plain(text) == [], text
 
 
-@pytest.fixture(scope="module")
-def manuals(tmp_path_factory: pytest.TempPathFactory) -> Library:
-    root = tmp_path_factory.mktemp("plain")
-    build([SAMPLES], root / "lib")
-    return Library(root / "lib")
+@pytest.fixture
+def manuals(tmp_path: Path) -> Library:
+    """The samples' manuals as a run writes them (in the test's own home: a state database that saw the samples
+    before would distill nothing)."""
+    build([SAMPLES], tmp_path / "lib")
+    return Library(tmp_path / "lib")
 
 
 def test_the_manuals_a_run_writes_have_plain_prose(manuals: Library) -> None:

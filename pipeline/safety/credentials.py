@@ -26,6 +26,9 @@ FILES: tuple[str, ...] = tuple(name.lower() for name in _DATA["files"])
 FOLDERS: tuple[str, ...] = tuple(name.lower() for name in _DATA["folders"])
 TEMPLATES: tuple[str, ...] = tuple(name.lower() for name in _DATA["templates"])
 PREFIXES: tuple[str, ...] = tuple(_DATA["prefixes"])
+#: Openings of credentials redaction finds by their structure, not a prefix rule (a JWT's header, base64 of
+#: ``{"alg"`` / ``{"typ"``): searched for like the prefixes.
+STRUCTURED: tuple[str, ...] = tuple(_DATA["structured"])
 SECRET_WORDS: tuple[str, ...] = tuple(word.lower() for word in _DATA["secret_words"])
 
 
@@ -310,7 +313,7 @@ def credential_prefix(pattern: str) -> str | None:
             if before is not None and not before[1] and before[0] is not None and len(before[0]) == 1 and \
                     next(iter(before[0])).isalnum():
                 continue
-            for prefix in PREFIXES:
+            for prefix in (*PREFIXES, *STRUCTURED):
                 end = _aligned(items, start, prefix.lower())
                 if end is None:
                     continue
