@@ -16,8 +16,9 @@ from pathlib import Path
 
 from pipeline.ingest import ingest_file
 from pipeline.trajectory import StepKind
+from tests.conftest import TRAJECTORIES
 
-SHARED = Path(__file__).resolve().parents[2] / "shared" / "trajectories" / "claude_code_stream_json"
+SHARED = (TRAJECTORIES or Path("/nonexistent")) / "claude_code_stream_json"
 ACTION = SHARED / "synthetic_schema_coverage" / "claude-code-action_sample-turns.json"
 CAPTURE = Path(__file__).parent / "fixtures" / "claude_stream_json" / "ci-run.jsonl"
 
@@ -83,7 +84,7 @@ def test_a_capture_cut_before_the_model_answered_is_skipped(tmp_path: Path) -> N
 
 
 def test_a_claude_code_transcript_is_not_taken_for_a_capture() -> None:
-    session = Path(__file__).resolve().parents[2] / "shared" / "trajectories" / "claude_code"
+    session = (TRAJECTORIES or Path("/nonexistent")) / "claude_code"
     report, _ = ingest_file(session / "codemie-code" / "session-196820da.jsonl")
     assert report.format == "claude-code"
 

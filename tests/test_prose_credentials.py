@@ -3,14 +3,11 @@ an order to an agent is; prose that names one to protect it, or as a target of o
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from pipeline.safety.findings import INSTRUCTION
 from pipeline.safety.prose import scan_text
-
-SHARED = Path(__file__).resolve().parents[2] / "shared"
+from tests.conftest import SHARED
 
 
 @pytest.mark.parametrize("text", [
@@ -41,6 +38,8 @@ def test_a_sentence_that_protects_or_sets_up_a_credential_file_is_not(text: str)
 def test_real_skills_are_almost_never_flagged_for_it() -> None:
     """Over the ~1,500 real SKILL.md files of the corpus and the retrieval sets, at most a handful (today one: an SSH
     penetration-testing skill that reads ~/.ssh): the rule is not a tax on ordinary skills."""
+    if SHARED is None:
+        pytest.skip("the shared corpus is not here (set SKILLMILL_SHARED)")
     paths = [*SHARED.joinpath("skills-corpus").rglob("SKILL.md"), *SHARED.joinpath("retrieval-dev").rglob("SKILL.md")]
     assert len(paths) > 1000
     flagged = [p for p in paths if any("credential file" in f.message for f in scan_text(p.read_text(errors="replace")))]

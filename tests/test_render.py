@@ -101,6 +101,9 @@ def test_prompts_are_at_most_a_fifth_of_the_raw_trajectories(corpus: Path) -> No
         if fmt == "aider":
             assert transcript * 3 <= size, (fmt, transcript, size)
             continue
+        if fmt == "cursor-specstory":  # a Markdown rendering already, as aider's: about 0.45 of it is the talk
+            assert transcript * 2 <= size, (fmt, transcript, size)
+            continue
         if size >= 10_000:
             assert transcript * 5 <= size, (fmt, transcript, size)
         if size >= 1_000_000:

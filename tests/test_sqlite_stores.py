@@ -24,10 +24,9 @@ from pipeline.ingest.report import FileReport
 from pipeline.ingest.watermark import Mode, read
 from pipeline.plugins import registered_formats
 from pipeline.trajectory import StepKind
+from tests.conftest import TRAJECTORIES
 
-CORPUS = Path(__file__).resolve().parents[2] / "shared" / "trajectories"
-if not CORPUS.is_dir():
-    CORPUS = Path("/work/shared/trajectories")
+CORPUS = TRAJECTORIES or Path("/nonexistent")
 CRUSH = CORPUS / "crush" / "exabgp" / ".crush" / "crush.db"
 OPENCODE_GO = CORPUS / "crush" / "legacy_go_opencode__kashifkhan0771-utils" / ".opencode" / "opencode.db"
 

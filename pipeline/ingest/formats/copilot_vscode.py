@@ -62,6 +62,8 @@ from pipeline.trajectory.builder import parse_time
 _SESSION_KEYS = frozenset({"responderUsername", "requesterUsername", "initialLocation", "creationDate"})
 _SESSION_KEY = re.compile(r'"(?:responderUsername|requesterUsername|initialLocation|creationDate)"\s*:')
 _REQUESTS = re.compile(r'"requests"\s*:\s*\[')
+#: Keys a session (or its mutation log) opens with, when its head holds no other cue.
+_FIRST_KEYS = frozenset({"kind", "version", "sessionId", *_SESSION_KEYS})
 _LOG_START = re.compile(r'\s*\{\s*"kind"\s*:\s*0\s*,\s*"v"\s*:\s*\{')
 _INVOCATIONS = frozenset({"toolInvocationSerialized", "toolInvocation"})
 _MARKDOWN = frozenset({"markdownContent", "markdownVuln"})
@@ -99,6 +101,8 @@ class CopilotVscode(TrajectoryFormat):
         if _REQUESTS.search(text) and _SESSION_KEY.search(text) and (
                 probe.first_key != "kind" or _LOG_START.match(text)):
             return True  # the keys are in the head (as VS Code writes them: requests after the header)
+        if not (_REQUESTS.search(text) or _SESSION_KEY.search(text) or probe.first_key in _FIRST_KEYS):
+            return False  # no cue in the head: the whole document is not scanned for one
         fields = probe.fields
         if probe.first_key == "kind":  # the mutation log's first entry: the whole session
             kind, value = fields.get("kind"), fields.get("v")
