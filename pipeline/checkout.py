@@ -188,7 +188,10 @@ def status(root: Path, files: list[str], timeout: float = 1.0) -> dict[str, str]
                "GIT_OPTIONAL_LOCKS": "0", "GIT_TERMINAL_PROMPT": "0", "GIT_NO_REPLACE_OBJECTS": "1"}
         argv = [executable, f"--git-dir={own}", f"--work-tree={root}", "-c", "core.fsmonitor=false",
                 "-c", "core.untrackedCache=false", "-c", f"core.hooksPath={os.devnull}", "-c", "core.quotePath=false",
-                "status", "--porcelain=v1", "-z", "--untracked-files=all", "--no-renames", "--", *files[:50]]
+                "-c", "diff.ignoreSubmodules=all", "-c", "submodule.recurse=false",
+                # a submodule is checked by a git started inside it, which reads the submodule's own config
+                "status", "--porcelain=v1", "-z", "--untracked-files=all", "--no-renames", "--ignore-submodules=all",
+                "--", *files[:50]]
         try:
             done = subprocess.run(argv, cwd=root, env=env, capture_output=True, timeout=timeout,
                                   stdin=subprocess.DEVNULL)

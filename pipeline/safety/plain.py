@@ -6,7 +6,8 @@ to be followed. So prose joins a batch only when it is plain, a closed descripti
 ordinary commands: it names
 
 * no web address but a local one (``http://127.0.0.1:8000``);
-* no path outside the checkout (``/opt/x``, ``~/.cache/x``, ``$HOME/x``, ``../x``, ``C:\\x``);
+* no path outside the checkout (``/opt/x``, ``~/.cache/x``, ``$HOME/x``, ``$TMPDIR/x``, ``%APPDATA%\\x``,
+  ``\\\\host\\share``, ``../x``, ``C:\\x``), no address without a scheme (``10.0.0.5:8080/x``, ``file:x``);
 * no command written inline (after a program's name: ``then printenv``, ``curl ...``) that is not an
   ordinary project command (:func:`pipeline.safety.ordinary.why_not_ordinary`).
 
@@ -22,11 +23,16 @@ from pipeline.safety.ordinary import why_not_ordinary
 from pipeline.safety.prose import BACKTICKS, inline_commands
 from pipeline.safety.words import is_local_url, looks_like_command
 
-_URL = re.compile(r"\b(?:[a-z][a-z0-9+.-]{1,15})://[^\s<>`'\")\]]+|\bwww\.[\w-]+(?:\.[\w-]+)+", re.I)
+_URL = re.compile(r"\b(?:[a-z][a-z0-9+.-]{1,15})://[^\s<>`'\")\]]+|\bwww\.[\w-]+(?:\.[\w-]+)+"
+                  r"|\b(?:file|data|javascript|smb|ssh|git|ftp):[^\s<>`'\")\]]+"  # file:etc/passwd, data:..., no //
+                  r"|\b\d{1,3}(?:\.\d{1,3}){3}(?::\d{1,5})?(?:/[^\s<>`'\")\]]*)?", re.I)  # 10.0.0.5:8080/fix.sh
 #: A word that is a path from somewhere other than the checkout: ``/x/y``, ``~/x``, ``~user/x``, ``$HOME/x``,
 #: ``../x``, ``C:\x``. A slash inside a word (``and/or``, ``src/app.py``, ``N/A``) is not one.
 _PATH = re.compile(r"(?<![\w.:/\\$~-])(?:~[\w.-]*/|\$\{?HOME\}?/|\.\./|/(?=[\w.~-]))[^\s`'\"<>()\[\],;]*"
                    r"|(?<![\w])[A-Za-z]:\\[^\s`'\"<>]*")
+#: A place the words name through something only the machine knows: a variable (``$TMPDIR/x``, ``%APPDATA%\x``)
+#: or a network share (``\\host\share``).
+_ELSEWHERE = re.compile(r"\$\{?[A-Za-z_]\w*\}?[/\\]\S*|%[A-Za-z_]\w*%[/\\]?\S*|(?<![\w\\])\\\\[\w.-]+\\\S*")
 _MAX_REASONS = 8
 
 
@@ -44,6 +50,8 @@ def why_not_plain(text: str) -> list[str]:
             continue  # the path of a web address named above
         if path not in ("/", "//") and (why := outside(path)):
             reasons.append(f"{why.replace('points at', 'names')}")
+    for match in _ELSEWHERE.finditer(prose):
+        reasons.append(f"names a place outside the project ({match.group(0).rstrip('.,:;!?')[:80]})")
     for span in inline_commands(prose):
         if looks_like_command(span) and len(span.split()) > 1 and (why := why_not_ordinary(span)):
             reasons.append(f"says to run a command that is not ordinary: {why[0]}")
