@@ -95,14 +95,6 @@ def _kimi_wire(probe: Probe) -> bool:
         (not second or isinstance(second.get("message"), dict))
 
 
-def _qwen_chat(probe: Probe) -> bool:
-    """Qwen Code's chat records: Claude-like lines whose message has Gemini ``parts``."""
-    first = _record(probe)
-    message = first.get("message")
-    return "uuid" in first and "sessionId" in first and isinstance(message, dict) and \
-        isinstance(message.get("parts"), list)
-
-
 def _droid(probe: Probe) -> bool:
     first = _record(probe)
     return first.get("type") == "session_start" and "cwd" in first and "id" in first
@@ -138,7 +130,6 @@ LOOKALIKES: tuple[Lookalike, ...] = (
     Lookalike("Goose", "project index (projects.json)", _goose_projects),
     Lookalike("Kimi CLI", "model context (context.jsonl)", _kimi_context),
     Lookalike("Kimi CLI", "event log (wire.jsonl)", _kimi_wire),
-    Lookalike("Qwen Code", "chat", _qwen_chat),
     Lookalike("Factory Droid", "session", _droid),
     Lookalike("Factory Droid", "session settings file", _droid_settings),
     Lookalike("Cursor", "state database exported as JSON", _cursor_dump),

@@ -22,6 +22,7 @@ from pipeline.ingest.formats.opencode import OpenCodeStorage
 from pipeline.ingest.formats.opencode_db import OpenCodeDb, OpenCodeExport
 from pipeline.ingest.formats.openhands import OpenHands
 from pipeline.ingest.formats.openhands_v1 import OpenHandsV1
+from pipeline.ingest.formats.qwen_code import QwenCode
 from pipeline.ingest.formats.specstory import SpecStory
 from pipeline.ingest.formats.swe_agent import SweAgent
 from pipeline.plugins import hookimpl
@@ -35,6 +36,7 @@ def register_formats(register: Callable[[TrajectoryFormat], None]) -> None:
     register(CodexRollout())
     register(CodexExecJson())
     register(GeminiCli())
+    register(QwenCode())
     register(CopilotCli())
     register(CopilotVscode())
     register(OpenCodeStorage())

@@ -119,7 +119,8 @@ class ClaudeCode(TrajectoryFormat):
             if not isinstance(kind, str):
                 return False
             if kind in ("user", "assistant", "system") and "sessionId" in record and "uuid" in record:
-                return True
+                message = record.get("message")  # Qwen Code's records: the same keys, a Gemini Content
+                return not (isinstance(message, dict) and "parts" in message) and "systemPayload" not in record
             if kind == "summary" and "leafUuid" in record:
                 return True
             if kind not in _ENTRY_TYPES:

@@ -58,11 +58,11 @@ from pipeline.trajectory.builder import parse_time
 
 _PRETTY_RECORD = re.compile(r'^\s*\{\s*"(sessionId|kind|startTime|lastUpdated|projectHash)"\s*:')
 _PROMPT_LOG = re.compile(r'^\s*\[\s*\{\s*"sessionId"\s*:\s*"[^"]*"\s*,\s*"messageId"\s*:')
-_EXIT_CODE = re.compile(r"Exit Code: (-?\d+)")
+EXIT_CODE = re.compile(r"Exit Code: (-?\d+)")
 _ABSOLUTE = re.compile(r"(?:^|[\s'\"`(:=])(/[\w.@+-]+(?:/[\w.@+-]+)+)")
 #: Result texts kept (their first bytes) to look for the project root when the arguments hold none.
 _MAX_RESULT_HEADS = 200
-_SHELL_TOOLS = {"run_shell_command", "shell"}
+SHELL_TOOLS = {"run_shell_command", "shell"}
 #: Gemini CLI refusing a tool call (none in the corpus: its 27 results include 1 error, `ls` of a
 #: missing directory, which ran). From gemini-cli's edit/read/write tools and their parameter
 #: validation: "Failed to edit, 0 occurrences found for old_string in <file>", "Failed to edit,
@@ -261,13 +261,13 @@ class _Chat:
         args = expect(call, "args", dict, f"tool call {name!r}") or {}
         call_id = expect(call, "id", str, f"tool call {name!r}")
         stamp = call.get("timestamp") or stamp
-        command = args.get("command") if name in _SHELL_TOOLS and isinstance(args.get("command"), str) else None
+        command = args.get("command") if name in SHELL_TOOLS and isinstance(args.get("command"), str) else None
         paths = paths_in(args)
         if isinstance(args.get("paths"), list):
             paths += [p for p in args["paths"] if isinstance(p, str)]
         self.seen_paths += [p for p in paths if p.startswith("/")]
         b.call(name, call_id=call_id, text=command or describe(name, args), command=command, paths=paths,
-               diff=_diff(name, args, call.get("resultDisplay"), paths), timestamp=stamp)
+               diff=edit_diff(name, args, call.get("resultDisplay"), paths), timestamp=stamp)
         status = call.get("status")
         if status in (None, "scheduled", "validating", "executing", "awaiting_approval"):
             return  # never ran to an end: the call stays open
@@ -276,7 +276,7 @@ class _Chat:
             self.result_heads.append(text[:4000])
         exit_code = None
         if command is not None:
-            match = _EXIT_CODE.search(text)
+            match = EXIT_CODE.search(text)
             exit_code = int(match.group(1)) if match else (0 if status == "success" and not failed else None)
         is_error = failed or status != "success" or exit_code not in (None, 0)
         b.result(call_id=call_id, text=text, exit_code=exit_code, is_error=is_error, timestamp=stamp)
@@ -328,10 +328,10 @@ def _history_call(b: TrajectoryBuilder, call: dict[str, Any], fallback: str,
     name = call.get("name") if isinstance(call.get("name"), str) and call["name"] else "tool"
     args = call.get("args") if isinstance(call.get("args"), dict) else {}
     call_id = call.get("id") if isinstance(call.get("id"), str) and call["id"] else f"{name}-{fallback}"
-    command = args.get("command") if name in _SHELL_TOOLS and isinstance(args.get("command"), str) else None
+    command = args.get("command") if name in SHELL_TOOLS and isinstance(args.get("command"), str) else None
     paths = paths_in(args)
     b.call(name, call_id=call_id, text=command or describe(name, args), command=command, paths=paths,
-           diff=_diff(name, args, None, paths))
+           diff=edit_diff(name, args, None, paths))
     open_calls.setdefault(name, []).append(call_id)
 
 
@@ -349,8 +349,8 @@ def _history_result(b: TrajectoryBuilder, response: dict[str, Any], open_calls: 
     else:
         text = as_text(body)
     exit_code = None
-    if name in _SHELL_TOOLS:
-        match = _EXIT_CODE.search(text)
+    if name in SHELL_TOOLS:
+        match = EXIT_CODE.search(text)
         exit_code = int(match.group(1)) if match else None
     b.result(call_id=call_id, text=text, exit_code=exit_code,
              is_error=failed or exit_code not in (None, 0))  # the response says whether the tool failed
@@ -393,7 +393,9 @@ def _result(call: dict[str, Any]) -> tuple[str, bool]:
     return text, failed
 
 
-def _diff(name: str, args: dict[str, Any], display: Any, paths: list[str]) -> str | None:
+def edit_diff(name: str, args: dict[str, Any], display: Any, paths: list[str]) -> str | None:
+    """The diff of an edit or write call: the result's ``fileDiff``, else one made from the arguments
+    (the Gemini CLI's edit tools, which its fork Qwen Code keeps)."""
     if isinstance(display, dict) and isinstance(display.get("fileDiff"), str):
         return display["fileDiff"]
     path = paths[0] if paths else "file"
