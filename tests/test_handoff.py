@@ -326,7 +326,7 @@ def test_quit_codex_mid_task_and_the_next_claude_session_gets_the_brief(corpus: 
 
 
 @pytest.mark.parametrize("agent,events", [("claude-code", {"Stop", "SessionEnd"}), ("codex", {"Stop"}),
-                                          ("gemini", {"AfterAgent", "SessionEnd"})])
+                                          ("gemini", {"AfterAgent", "SessionEnd"}), ("qwen", {"Stop", "SessionEnd"})])
 def test_install_registers_the_session_end_hooks(agent: str, events: set[str]) -> None:
     from pipeline.agents.install import HOOK_EVENTS
 

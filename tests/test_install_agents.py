@@ -54,7 +54,7 @@ def test_install_writes_the_server_where_the_agents_docs_say_and_keeps_the_rest(
     file.parent.mkdir(parents=True, exist_ok=True)
     file.write_text(json.dumps({"theme": "dark", key: {"other": {"command": "other-server"}}}, indent=4))
     code, out = cli("install", "--agent", agent)
-    assert code == 0 and "no hook" in out, out  # the plan says why this agent gets no hook
+    assert code == 0 and ("no hook" in out) == (agent != "qwen"), out  # the plan says why an agent gets no hook
     data = json.loads(file.read_text())
     assert data["theme"] == "dark" and data[key]["other"] == {"command": "other-server"}
     entry = data[key]["skillmill"]
@@ -201,3 +201,22 @@ def test_every_agent_in_the_table_is_known_to_install_and_export() -> None:
     for name, agent in wiring.agents().items():
         assert name in export.USER_FOLDERS
         assert (name in install.HOOK_EVENTS) != bool(agent.notes), "an agent without our hook says why"
+
+
+def test_qwen_code_gets_the_hook_beside_its_server_in_one_settings_file(home: Path) -> None:
+    """Qwen Code's hooks take Claude Code's shape, in settings.json with the MCP servers; a command hook's
+    timeout is in milliseconds (QwenLM/qwen-code docs/users/features/hooks.md)."""
+    file = home / ".qwen" / "settings.json"
+    file.parent.mkdir(parents=True)
+    file.write_text(json.dumps({"hooks": {"PreToolUse": [{"matcher": "write_file", "hooks": [
+        {"type": "command", "command": "./check.sh"}]}]}}))
+    code, out = cli("install", "--agent", "qwen")
+    assert code == 0, out
+    data = json.loads(file.read_text())
+    assert data["hooks"]["PreToolUse"][0]["hooks"][0]["command"] == "./check.sh"  # the user's own hook stays
+    assert set(data["hooks"]) == {"PreToolUse", "SessionStart", "UserPromptSubmit", "Stop", "SessionEnd"}
+    [ours] = data["hooks"]["UserPromptSubmit"][0]["hooks"]
+    assert ours["command"].split()[-2:] == ["hook", "qwen"] and ours["timeout"] == 10_000
+    assert command_of(data["mcpServers"]["skillmill"])[-1] == "mcp"
+    written = file.read_text()
+    assert cli("install", "--agent", "qwen")[0] == 0 and file.read_text() == written

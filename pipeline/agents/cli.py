@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from pipeline.fastargs import NumberRange, Parser
 
-AGENTS = ("claude-code", "codex", "gemini")
+AGENTS = ("claude-code", "codex", "gemini", "qwen")
 DESCRIPTION = """Answer an agent's hook with the skills that fit, as additional context.
 
-AGENT is the agent calling: claude-code, codex or gemini. Its hook JSON comes on stdin
-(SessionStart, UserPromptSubmit, BeforeAgent). Never fails the agent: errors print nothing."""
+AGENT is the agent calling: claude-code, codex, gemini or qwen (Qwen Code). Its hook JSON comes on
+stdin (SessionStart, UserPromptSubmit, BeforeAgent). Never fails the agent: errors print nothing."""
 
 
 def parser() -> Parser:

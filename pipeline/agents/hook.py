@@ -1,8 +1,8 @@
 """Push skills at task start: the hook an agent runs on session start and on every prompt.
 
 Reads the agent's hook JSON on stdin and prints the brief as additional context, in the
-shape the agent expects (``hookSpecificOutput.additionalContext``, which Claude Code, Codex
-and Gemini CLI all read for these events). It must never get in the agent's way: on any
+shape the agent expects (``hookSpecificOutput.additionalContext``, which Claude Code, Codex,
+Gemini CLI and Qwen Code all read for these events). It must never get in the agent's way: on any
 error, on a timeout, or when nothing fits, it prints nothing and exits 0. A skill already
 given in this session is not given again.
 
@@ -110,7 +110,9 @@ def respond(payload: dict[str, Any], agent: str, *, budget: int = DEFAULT_BUDGET
     session = payload.get("session_id")
     handoffs = _handoffs(str(cwd), session) if event in START_EVENTS else ""
     if event in PROMPT_EVENTS:
-        query = clip_task(str(payload.get("prompt") or "")).strip()
+        # Qwen Code fires the prompt event on tool-result continuations too; ``submitted_prompt`` is what was typed.
+        typed = payload.get("submitted_prompt")
+        query = clip_task(str(typed if isinstance(typed, str) and typed.strip() else payload.get("prompt") or "")).strip()
         if not query or (query.startswith("/") and " " not in query) or not carries_task(query):
             return None
         filters = {"repo": repo, "agent": agent}

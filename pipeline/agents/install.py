@@ -46,10 +46,12 @@ SERVER = "skillmill"
 HOOK_TIMEOUT_S = 10  # the agent's own limit; ours (`skillmill hook --timeout`) is shorter
 #: Events that get the hook, per agent.
 #: SessionStart and the prompt event get skills (and handoffs); the end events spool the session for the
-#: background capture (Claude Code: Stop after each turn, SessionEnd; Codex: Stop; Gemini CLI: AfterAgent, SessionEnd).
+#: background capture (Claude Code and Qwen Code: Stop after each turn, SessionEnd; Codex: Stop; Gemini CLI:
+#: AfterAgent, SessionEnd). Gemini CLI and Qwen Code take a command hook's timeout in milliseconds.
 HOOK_EVENTS = {"claude-code": ("SessionStart", "UserPromptSubmit", "Stop", "SessionEnd"),
                "codex": ("SessionStart", "UserPromptSubmit", "Stop"),
-               "gemini": ("SessionStart", "BeforeAgent", "AfterAgent", "SessionEnd")}
+               "gemini": ("SessionStart", "BeforeAgent", "AfterAgent", "SessionEnd"),
+               "qwen": ("SessionStart", "UserPromptSubmit", "Stop", "SessionEnd")}
 
 
 #: What a project's committed files run: resolved from PATH on whichever machine runs the agent.
@@ -298,12 +300,14 @@ def plan(agent: str, project: Path | None = None) -> Plan:
         changes.append(_json_change(base, base / ".codex" / "hooks.json", hooks_what,
                                     lambda d: _with_hooks(d, agent, events, portable=portable)))
         changes.append(_toml_change(base, base / ".codex" / "config.toml", portable))
-    elif agent == "gemini":
+    elif agent in ("gemini", "qwen"):  # one settings.json holds hooks and MCP servers
         def edit(d: dict[str, Any]) -> dict[str, Any]:
             return _with_server(_with_hooks(d, agent, events, gemini=True, portable=portable), typed=False,
                                 portable=portable)
 
-        changes.append(_json_change(base, base / ".gemini" / "settings.json", f"{hooks_what}; MCP server `{SERVER}`", edit))
+        folder = ".gemini" if agent == "gemini" else ".qwen"
+        changes.append(_json_change(base, base / folder / "settings.json", f"{hooks_what}; MCP server `{SERVER}`",
+                                    edit))
     return Plan(agent, scope, changes, notes=path_notes() if portable else [])
 
 

@@ -15,7 +15,7 @@ macOS share them unless the row says otherwise. Every row is from the agent's ow
 | cursor | ~/.cursor/skills / .cursor/skills [4] | not wired [5] | ~/.cursor/mcp.json / .cursor/mcp.json, ``mcpServers`` [6] |
 | copilot | ~/.copilot/skills / .github/skills [7] | not wired [8] | ~/.copilot/mcp-config.json (type local, tools) / .mcp.json, ``mcpServers`` [9] |
 | vscode | ~/.copilot/skills / .github/skills [7] | not wired [8] | user profile mcp.json [10] / .vscode/mcp.json, ``servers`` (type stdio) [11] |
-| qwen | ~/.qwen/skills / .qwen/skills [12] | not wired [13] | ~/.qwen/settings.json / .qwen/settings.json, ``mcpServers`` [14] |
+| qwen | ~/.qwen/skills / .qwen/skills [12] | .qwen/settings.json: SessionStart, UserPromptSubmit, Stop, SessionEnd [13] | ~/.qwen/settings.json / .qwen/settings.json, ``mcpServers`` [14] |
 | kimi | ~/.kimi/skills / none documented [15] | not wired [23] | ~/.kimi/mcp.json, ``mcpServers``; no project file [16] |
 | goose | ~/.agents/skills / .agents/skills [17] | not wired [18] | ~/.config/goose/config.yaml, ``extensions`` (type stdio, cmd, args) [19] |
 | amp | ~/.config/agents/skills / .agents/skills [20] | none documented [21] | ~/.config/amp/settings.json / .amp/settings.json, ``amp.mcpServers`` [22] |
@@ -47,8 +47,10 @@ Sources (the agents' docs and source, as stored in 2026-12):
 11. The same page: ``{"servers": {NAME: {"type": "stdio", "command", "args", "env"}}}`` in ``.vscode/mcp.json``.
     VS Code allows comments there; a file with comments is left alone (the plan says what to add by hand).
 12. qwenlm.github.io/qwen-code-docs "Agent Skills": ``~/.qwen/skills/``, ``.qwen/skills/``.
-13. Qwen Code's hooks (``hooks`` in settings.json) take Claude Code's shape, but ``skillmill hook`` does not know
-    Qwen Code's sessions yet (its end events spool a transcript for capture), so none is wired.
+13. QwenLM/qwen-code ``docs/users/features/hooks.md``: ``hooks`` in settings.json take Claude Code's shape (input
+    ``session_id``, ``transcript_path``, ``cwd``, ``hook_event_name``; UserPromptSubmit adds ``prompt`` and, for a
+    prompt typed in the TUI, ``submitted_prompt``; output ``hookSpecificOutput.additionalContext``), a command
+    hook's ``timeout`` in milliseconds. Wired by ``install`` (pipeline/agents/install.py), not by this table.
 14. qwen-code-docs "Connect Qwen Code to tools via MCP": ``mcpServers`` in ``~/.qwen/settings.json`` (user) or
     ``.qwen/settings.json`` (project), ``{"command", "args", "env"}``. (Qwen Code 1.x writes new project servers
     to ``.mcp.json`` and still reads ``.qwen/settings.json``, the file both versions read.)
@@ -163,9 +165,7 @@ def agents() -> dict[str, Agent]:
               homes=(str(Path(_vscode_user()).parent),), executables=("code",),
               notes=(NO_HOOK.format(why="VS Code documents no command hook that adds context", title="VS Code"),)),
         Agent("qwen", "Qwen Code", ".qwen/skills", ".qwen/skills", McpFile(".qwen/settings.json"),
-              McpFile(".qwen/settings.json"), homes=(".qwen",), executables=("qwen",),
-              notes=(NO_HOOK.format(why="Qwen Code's hooks take Claude Code's shape, but `skillmill hook` does not read "
-                                        "Qwen Code's sessions yet", title="Qwen Code"),)),
+              McpFile(".qwen/settings.json"), homes=(".qwen",), executables=("qwen",)),
         Agent("kimi", "Kimi CLI", ".kimi/skills", None, McpFile(".kimi/mcp.json"), None, homes=(".kimi",),
               executables=("kimi",),
               notes=(NO_HOOK.format(why="Kimi CLI's hooks (beta, in config.toml) answer in Claude Code's shape, but "

@@ -95,9 +95,10 @@ AGENTS: dict[str, tuple[str, ...]] = {
     "claude-code": (".claude", "claude code"),
     "codex": (".codex", ".agents", "codex"),
     "gemini": (".gemini", "gemini cli"),
+    "qwen": (".qwen", "qwen code"),
 }
 AGENT_ALIASES = {"claude": "claude-code", "claude_code": "claude-code", "gemini-cli": "gemini",
-                 "codex-cli": "codex"}
+                 "codex-cli": "codex", "qwen-code": "qwen"}
 
 
 def canonical_language(value: str) -> str:
