@@ -54,7 +54,7 @@ def test_install_writes_the_server_where_the_agents_docs_say_and_keeps_the_rest(
     file.parent.mkdir(parents=True, exist_ok=True)
     file.write_text(json.dumps({"theme": "dark", key: {"other": {"command": "other-server"}}}, indent=4))
     code, out = cli("install", "--agent", agent)
-    assert code == 0 and ("no hook" in out) == (agent != "qwen"), out  # the plan says why an agent gets no hook
+    assert code == 0 and ("no hook" in out) == (agent not in ("qwen", "kimi")), out  # why an agent gets none
     data = json.loads(file.read_text())
     assert data["theme"] == "dark" and data[key]["other"] == {"command": "other-server"}
     entry = data[key]["skillmill"]
@@ -220,3 +220,28 @@ def test_qwen_code_gets_the_hook_beside_its_server_in_one_settings_file(home: Pa
     assert command_of(data["mcpServers"]["skillmill"])[-1] == "mcp"
     written = file.read_text()
     assert cli("install", "--agent", "qwen")[0] == 0 and file.read_text() == written
+
+
+def test_kimi_cli_gets_its_hooks_as_toml_tables_and_the_rest_of_its_config_stays(home: Path) -> None:
+    """Kimi CLI's hooks are ``[[hooks]]`` tables in ~/.kimi/config.toml (docs/en/customization/hooks.md), the file
+    that also holds its providers' keys: it is edited as text, kept byte for byte outside our tables."""
+    import tomllib
+
+    config = home / ".kimi" / "config.toml"
+    config.parent.mkdir(parents=True)
+    mine = ('# my providers\ndefault_model = "kimi-k2"\n\n[providers.moonshot]\napi_key = "sk-mine"\n\n'
+            '[[hooks]]\nevent = "PreToolUse"\nmatcher = "Shell"\ncommand = ".kimi/hooks/check.sh"\n')
+    config.write_text(mine)
+    code, out = cli("install", "--agent", "kimi")
+    assert code == 0 and "no hook" not in out, out
+    text = config.read_text()
+    assert text.startswith(mine.rstrip("\n"))
+    hooks = tomllib.loads(text)["hooks"]
+    assert hooks[0]["command"] == ".kimi/hooks/check.sh"
+    ours = hooks[1:]
+    assert [h["event"] for h in ours] == ["SessionStart", "UserPromptSubmit", "Stop", "SessionEnd"]
+    assert all(h["command"].split()[-2:] == ["hook", "kimi"] and h["timeout"] == 10 for h in ours)
+    assert "skillmill" in json.loads((home / ".kimi" / "mcp.json").read_text())["mcpServers"]
+    assert cli("install", "--agent", "kimi")[0] == 0 and config.read_text() == text  # a second run changes nothing
+    config.write_text("not = [toml")
+    assert cli("install", "--agent", "kimi")[0] == 2 and config.read_text() == "not = [toml"

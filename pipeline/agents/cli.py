@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from pipeline.fastargs import NumberRange, Parser
 
-AGENTS = ("claude-code", "codex", "gemini", "qwen")
+AGENTS = ("claude-code", "codex", "gemini", "qwen", "kimi")
 DESCRIPTION = """Answer an agent's hook with the skills that fit, as additional context.
 
-AGENT is the agent calling: claude-code, codex, gemini or qwen (Qwen Code). Its hook JSON comes on
+AGENT is the agent calling: claude-code, codex, gemini, qwen (Qwen Code) or kimi (Kimi CLI). Its hook JSON comes on
 stdin (SessionStart, UserPromptSubmit, BeforeAgent). Never fails the agent: errors print nothing."""
 
 

@@ -25,7 +25,7 @@ import threading
 import time
 from pathlib import Path
 
-from pipeline import settings
+from pipeline import settings, voice
 from pipeline.recall import usage
 from pipeline.recall.folders import repo_of
 from pipeline.recall.search import ENV_HOOK_MIN_SCORE, HOOK_MIN_SCORE, Hit, clip_task, threshold
@@ -146,8 +146,7 @@ def respond(payload: dict[str, Any], agent: str, *, budget: int = DEFAULT_BUDGET
     packed = pack(query, fresh, budget)
     _save_seen(session, seen | {h.path for h in packed.hits})
     usage.record([(h.name, h.path) for h in packed.hits], "hook", usage.session_key(session) if session else None)
-    context = "Skills from this team's library that fit the task (skillmill). Read a skill's SKILL.md " \
-              "before relying on it.\n\n" + packed.markdown()
+    context = f"{voice.SKILLS_HEADER} Read a skill's SKILL.md before relying on it.\n\n" + packed.markdown()
     return _answer(event, handoffs, context)
 
 
@@ -167,7 +166,7 @@ def _handoffs(cwd: str, session: Any) -> str:
     briefs = store.claim(str(root), str(session) if session else None)
     if not briefs:
         return ""
-    return ("Handoff (skillmill): an earlier session in this checkout ended unfinished. Check what it says "
+    return (f"{voice.HANDOFF_HEADER} an earlier session in this checkout ended unfinished. Check what it says "
             "against the working tree before relying on it.\n\n" + "\n\n".join(store.render(b) for b in briefs))
 
 
@@ -177,8 +176,22 @@ def _spool(agent: str, payload: dict[str, Any]) -> None:
 
     if not store.options()[0]:
         return
-    if spool.put(agent, payload) is not None:
+    if spool.put(agent, _with_transcript(agent, payload)) is not None:
         spool.start_capture()
+
+
+def _with_transcript(agent: str, payload: dict[str, Any]) -> dict[str, Any]:
+    """Kimi CLI's hook input names no transcript: it is the one Kimi CLI writes for that session and folder
+    (``${KIMI_SHARE_DIR:-~/.kimi}/sessions/<md5(cwd)>/<session_id>/context.jsonl``)."""
+    session, cwd = payload.get("session_id"), payload.get("cwd")
+    if agent != "kimi" or payload.get("transcript_path") or not isinstance(session, str) or \
+            not isinstance(cwd, str) or not os.path.isabs(cwd) or not re.fullmatch(r"[\w-]{1,128}", session):
+        return payload
+    import hashlib
+
+    share = Path(os.environ.get("KIMI_SHARE_DIR") or Path.home() / ".kimi")
+    folder = hashlib.md5(cwd.encode()).hexdigest()  # noqa: S324 (Kimi CLI's own naming)
+    return {**payload, "transcript_path": str(share / "sessions" / folder / session / "context.jsonl")}
 
 
 def _warm(query: str, limit: int, min_score: float, filters: dict[str, str | None]) -> list[Hit] | None:

@@ -51,7 +51,8 @@ HOOK_TIMEOUT_S = 10  # the agent's own limit; ours (`skillmill hook --timeout`) 
 HOOK_EVENTS = {"claude-code": ("SessionStart", "UserPromptSubmit", "Stop", "SessionEnd"),
                "codex": ("SessionStart", "UserPromptSubmit", "Stop"),
                "gemini": ("SessionStart", "BeforeAgent", "AfterAgent", "SessionEnd"),
-               "qwen": ("SessionStart", "UserPromptSubmit", "Stop", "SessionEnd")}
+               "qwen": ("SessionStart", "UserPromptSubmit", "Stop", "SessionEnd"),
+               "kimi": ("SessionStart", "UserPromptSubmit", "Stop", "SessionEnd")}
 
 
 #: What a project's committed files run: resolved from PATH on whichever machine runs the agent.
@@ -280,11 +281,61 @@ def _toml_change(root: Path, file: Path, portable: bool = False) -> Change:
     return Change(file, f"MCP server [mcp_servers.{SERVER}]", before, _with_toml_server(before or "", portable), root)
 
 
+# -- TOML [[hooks]] (Kimi CLI) ------------------------------------------------------------------
+def _toml_hook_blocks(agent: str, events: tuple[str, ...], portable: bool = False) -> str:
+    """One ``[[hooks]]`` table per event (Kimi CLI: ``event``, ``command``, ``timeout`` in seconds)."""
+    command = json.dumps(hook_command(agent, portable))
+    return "\n".join(f"[[hooks]]\nevent = {json.dumps(event)}\ncommand = {command}\ntimeout = {HOOK_TIMEOUT_S}\n"
+                     for event in events)
+
+
+def _with_toml_hooks(text: str, agent: str, events: tuple[str, ...], portable: bool = False) -> str:
+    """Drop our ``[[hooks]]`` tables (textually: the rest of the file, its comments and secrets included, is
+    kept as it is) and append them anew; a file already as wanted comes back unchanged."""
+    blocks: list[list[str]] = [[]]
+    for line in text.splitlines(keepends=True):
+        if line.strip().startswith("["):
+            blocks.append([])
+        blocks[-1].append(line)
+
+    def ours(block: list[str]) -> bool:
+        if not block or block[0].strip() != "[[hooks]]":
+            return False
+        try:
+            table = tomllib.loads("".join(block[1:]))
+        except tomllib.TOMLDecodeError:
+            return False
+        return isinstance(table.get("command"), str) and _is_ours(table["command"])
+
+    body = "".join(line for block in blocks if not ours(block) for line in block).rstrip("\n")
+    result = (body + "\n\n" if body else "") + _toml_hook_blocks(agent, events, portable)
+    tomllib.loads(result)  # never write a file the agent cannot read
+    return result
+
+
+def _toml_hooks_change(root: Path, file: Path, agent: str, events: tuple[str, ...]) -> Change:
+    before = _read_existing(root, file)
+    if before is not None:
+        try:
+            tomllib.loads(before)
+        except tomllib.TOMLDecodeError as exc:
+            raise UsageError(f"{file} is not valid TOML ({exc}); skillmill will not rewrite it",
+                             hint="fix the file, then run `skillmill install` again") from exc
+    what = f"hook `{SERVER} hook {agent}` on {' and '.join(events)} ([[hooks]])"
+    return Change(file, what, before, _with_toml_hooks(before or "", agent, events), root)
+
+
 # -- the plan -----------------------------------------------------------------------------------
 def plan(agent: str, project: Path | None = None) -> Plan:
     base = project.expanduser().absolute() if project else Path.home()
     scope = f"project {base}" if project else "user-wide"
     portable = project is not None  # a project's files are committed: they run on teammates' machines
+    if agent == "kimi":  # hooks in ~/.kimi/config.toml, the server in ~/.kimi/mcp.json; nothing in a project
+        found = _mcp_plan(wiring.get(agent), base, scope, portable)
+        if not portable:
+            found.changes.insert(0, _toml_hooks_change(base, base / ".kimi" / "config.toml", agent,
+                                                       HOOK_EVENTS[agent]))
+        return found
     if agent not in HOOK_EVENTS:
         return _mcp_plan(wiring.get(agent), base, scope, portable)
     events = HOOK_EVENTS[agent]

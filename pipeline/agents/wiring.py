@@ -16,7 +16,7 @@ macOS share them unless the row says otherwise. Every row is from the agent's ow
 | copilot | ~/.copilot/skills / .github/skills [7] | not wired [8] | ~/.copilot/mcp-config.json (type local, tools) / .mcp.json, ``mcpServers`` [9] |
 | vscode | ~/.copilot/skills / .github/skills [7] | not wired [8] | user profile mcp.json [10] / .vscode/mcp.json, ``servers`` (type stdio) [11] |
 | qwen | ~/.qwen/skills / .qwen/skills [12] | .qwen/settings.json: SessionStart, UserPromptSubmit, Stop, SessionEnd [13] | ~/.qwen/settings.json / .qwen/settings.json, ``mcpServers`` [14] |
-| kimi | ~/.kimi/skills / none documented [15] | not wired [23] | ~/.kimi/mcp.json, ``mcpServers``; no project file [16] |
+| kimi | ~/.kimi/skills / none documented [15] | ~/.kimi/config.toml ``[[hooks]]``: SessionStart, UserPromptSubmit, Stop, SessionEnd [23] | ~/.kimi/mcp.json, ``mcpServers``; no project file [16] |
 | goose | ~/.agents/skills / .agents/skills [17] | not wired [18] | ~/.config/goose/config.yaml, ``extensions`` (type stdio, cmd, args) [19] |
 | amp | ~/.config/agents/skills / .agents/skills [20] | none documented [21] | ~/.config/amp/settings.json / .amp/settings.json, ``amp.mcpServers`` [22] |
 
@@ -76,8 +76,10 @@ Sources (the agents' docs and source, as stored in 2026-12):
     developersdigest.tech's Amp config reference (from 8 official pages) and the setup guides of several MCP
     servers (anchorbrowser, fetch-url-mcp) agree.
 23. MoonshotAI/kimi-cli ``docs/en/customization/hooks.md``: hooks (beta) are ``[[hooks]]`` tables in
-    ``~/.kimi/config.toml`` (SessionStart, UserPromptSubmit ... answering ``hookSpecificOutput.additionalContext``),
-    but ``skillmill hook`` does not read Kimi CLI's sessions yet, so none is wired.
+    ``~/.kimi/config.toml`` (``event``, ``command``, ``timeout`` in seconds; input ``session_id``, ``cwd``,
+    ``hook_event_name``, ``prompt``; a JSON answer's ``hookSpecificOutput.additionalContext`` becomes a system
+    reminder). The input names no transcript: the hook finds it where Kimi CLI writes it
+    (``<share>/sessions/<md5(cwd)>/<session_id>/context.jsonl``). Wired by ``install``, not by this table.
 """
 
 from __future__ import annotations
@@ -168,8 +170,6 @@ def agents() -> dict[str, Agent]:
               McpFile(".qwen/settings.json"), homes=(".qwen",), executables=("qwen",)),
         Agent("kimi", "Kimi CLI", ".kimi/skills", None, McpFile(".kimi/mcp.json"), None, homes=(".kimi",),
               executables=("kimi",),
-              notes=(NO_HOOK.format(why="Kimi CLI's hooks (beta, in config.toml) answer in Claude Code's shape, but "
-                                        "`skillmill hook` does not read Kimi CLI's sessions yet", title="Kimi CLI"),),
               project_notes=("Kimi CLI reads MCP servers and skills from the home folder only: nothing is written in a "
                      "project (use user-wide setup, or `kimi --mcp-config-file`).",)),
         Agent("goose", "Goose", ".agents/skills", ".agents/skills",

@@ -82,19 +82,6 @@ def _goose_projects(probe: Probe) -> bool:
     return isinstance(value, dict) and any(isinstance(p, dict) and "last_session_id" in p for p in value.values())
 
 
-_KIMI_ROLES = {"_system_prompt", "_checkpoint", "_usage"}
-
-
-def _kimi_context(probe: Probe) -> bool:
-    return _record(probe).get("role") in _KIMI_ROLES
-
-
-def _kimi_wire(probe: Probe) -> bool:
-    first, second = _record(probe), _record(probe, 1)
-    return first.get("type") == "metadata" and "protocol_version" in first and \
-        (not second or isinstance(second.get("message"), dict))
-
-
 def _droid(probe: Probe) -> bool:
     first = _record(probe)
     return first.get("type") == "session_start" and "cwd" in first and "id" in first
@@ -128,8 +115,6 @@ LOOKALIKES: tuple[Lookalike, ...] = (
     Lookalike("Pi coding agent", "session", _pi),
     Lookalike("Amp", "thread", _amp),
     Lookalike("Goose", "project index (projects.json)", _goose_projects),
-    Lookalike("Kimi CLI", "model context (context.jsonl)", _kimi_context),
-    Lookalike("Kimi CLI", "event log (wire.jsonl)", _kimi_wire),
     Lookalike("Factory Droid", "session", _droid),
     Lookalike("Factory Droid", "session settings file", _droid_settings),
     Lookalike("Cursor", "state database exported as JSON", _cursor_dump),

@@ -96,9 +96,10 @@ AGENTS: dict[str, tuple[str, ...]] = {
     "codex": (".codex", ".agents", "codex"),
     "gemini": (".gemini", "gemini cli"),
     "qwen": (".qwen", "qwen code"),
+    "kimi": (".kimi", "kimi cli"),
 }
 AGENT_ALIASES = {"claude": "claude-code", "claude_code": "claude-code", "gemini-cli": "gemini",
-                 "codex-cli": "codex", "qwen-code": "qwen"}
+                 "codex-cli": "codex", "qwen-code": "qwen", "kimi-cli": "kimi"}
 
 
 def canonical_language(value: str) -> str:

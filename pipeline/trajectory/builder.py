@@ -17,6 +17,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
+from pipeline import voice
 from pipeline.redact import Sanitized, current
 from pipeline.trajectory.model import MAX_STEP_TEXT, Outcome, Redaction, Step, StepKind, Trajectory, clip
 
@@ -110,7 +111,8 @@ class TrajectoryBuilder:
         return index
 
     def user(self, text: str, *, timestamp: Any = None, meta: bool = False, sidechain: bool = False) -> int:
-        return self._add(StepKind.USER, text, timestamp, meta=meta, sidechain=sidechain)
+        """A user turn; one that is skillmill's own hook context handed back is the CLI's (``meta``)."""
+        return self._add(StepKind.USER, text, timestamp, meta=meta or voice.is_ours(text), sidechain=sidechain)
 
     def assistant(self, text: str, *, timestamp: Any = None, sidechain: bool = False) -> int:
         return self._add(StepKind.ASSISTANT, text, timestamp, sidechain=sidechain)

@@ -17,6 +17,7 @@ from pipeline.ingest.formats.crush import Crush, OpenCodeGo
 from pipeline.ingest.formats.cursor import CursorAgent, CursorIde
 from pipeline.ingest.formats.gemini_cli import GeminiCli
 from pipeline.ingest.formats.goose import Goose, GooseJsonl
+from pipeline.ingest.formats.kimi_cli import KimiCli
 from pipeline.ingest.formats.mini_swe_agent import MiniSweAgent
 from pipeline.ingest.formats.opencode import OpenCodeStorage
 from pipeline.ingest.formats.opencode_db import OpenCodeDb, OpenCodeExport
@@ -37,6 +38,7 @@ def register_formats(register: Callable[[TrajectoryFormat], None]) -> None:
     register(CodexExecJson())
     register(GeminiCli())
     register(QwenCode())
+    register(KimiCli())
     register(CopilotCli())
     register(CopilotVscode())
     register(OpenCodeStorage())

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from pipeline import voice
 from pipeline.ingest.identity import repo_slug as repo_slug  # where the formats have always found it
 
 if TYPE_CHECKING:
@@ -125,6 +126,7 @@ def describe(name: str, args: dict[str, Any]) -> str:
 
 def pick_task(prompts: list[str]) -> str | None:
     """The first prompt that asks for something; a greeting or "show tools" opener is not the task."""
+    prompts = [p for p in prompts if not voice.is_ours(p)]  # skillmill's own hook context, handed back
     for prompt in prompts:
         if prompt.strip() and not _CHATTER.match(prompt):
             return prompt

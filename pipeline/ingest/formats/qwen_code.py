@@ -53,7 +53,7 @@ _NOT_A_PERSON = {"goal_control", "goal_runtime", "system", "tool_result"}
 
 def _is_record(value: Any) -> bool:
     return isinstance(value, dict) and isinstance(value.get("uuid"), str) and \
-        isinstance(value.get("sessionId"), str) and value.get("type") in _TYPES
+        isinstance(value.get("sessionId"), str) and isinstance(value.get("type"), str) and value["type"] in _TYPES
 
 
 class QwenCode(TrajectoryFormat):
