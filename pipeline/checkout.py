@@ -26,11 +26,18 @@ _URL = re.compile(r"^\s*url\s*=\s*(\S+)\s*$", re.I)
 
 def root_of(folder: str | Path) -> Path | None:
     """The checkout ``folder`` is in (the nearest folder up holding ``.git``), wherever it is (``/tmp``
-    included), or None when it is in none."""
+    included), or None when it is in none -- or when that ``.git`` belongs to another account: as git's own
+    ``safe.directory`` rule, a ``/tmp/.git`` another user planted does not make every folder under ``/tmp`` a
+    checkout whose remote picks the skills served, whose files mark them stale and where briefs are filed.
+    (Root is trusted with any: a container's agent runs as root in a checkout mounted from the host.)"""
     here = Path(os.path.abspath(Path(folder).expanduser()))
     for candidate in (here, *here.parents):
-        if os.path.lexists(candidate / ".git"):
-            return candidate
+        try:
+            owner = os.lstat(candidate / ".git").st_uid
+        except OSError:
+            continue
+        mine = not hasattr(os, "getuid") or os.getuid() in (0, owner)
+        return candidate if mine else None
     return None
 
 

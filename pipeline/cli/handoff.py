@@ -60,8 +60,10 @@ def command(args: tuple[str, ...], as_json: bool, everything: bool) -> None:
     if not briefs:
         click.echo("No handoff: no unfinished session here (or it was given to a session already; --all shows all).")
         return
-    for brief in briefs:
-        click.echo(store.render(brief, budget=10_000))
+    from pipeline import terminal
+
+    for brief in briefs:  # a brief's texts are flat already; escapes are written out should one come from disk
+        click.echo(terminal.visible(store.render(brief, budget=10_000), newlines=True))
         click.echo()
 
 

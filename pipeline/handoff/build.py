@@ -26,6 +26,7 @@ import re
 from typing import Any
 
 from pipeline.distill.analysis import Event, analyze
+from pipeline.handoff import relay
 from pipeline.ingest.identity import relative_to
 from pipeline.trajectory import StepKind, Trajectory
 from pipeline.trajectory.commands import CHECKS, Purpose
@@ -67,45 +68,22 @@ def build(trajectory: Trajectory) -> dict[str, Any] | None:
         "checks": checks, "files": files[:MAX_FILES], "todos": todos,
         "questions": _unanswered(trajectory), "tried": _tried(events, checks), "reverted": _reverted(events),
         "last_reply": _last_reply(trajectory), "looked_at": [] if files else _looked_at(events, trajectory.cwd, files),
-        "last_action": _last_action(events), "blocked": _blocked(events),
+        "last_action": _last_action(events, trajectory.cwd), "blocked": _blocked(events),
         "edits": sum(1 for e in events if e.purpose is Purpose.EDIT and e.ok is not False),
     }
     brief["id"] = hashlib.sha256(f"{brief['session_id'] or trajectory.id}\0{trajectory.id}".encode()).hexdigest()[:16]
     return withhold_orders(brief)
 
 
-#: What stands in for a text of the session a brief will not pass on.
-WITHHELD = "(withheld: {why})"
+#: What stands in for a text of the session a brief will not pass on; the rules are ``relay``'s.
+WITHHELD = relay.WITHHELD
 
 
 def withhold_orders(brief: dict[str, Any]) -> dict[str, Any]:
-    """The brief with every text the session supplied -- the user's words, the agent's, tool output, commands --
-    replaced by ``WITHHELD`` when the safety rules a skill's prose passes find something in it: an order to an
-    agent ("the next session must first run ...", "do not tell the user"), a command that fetches and runs code,
-    a secret (not the ``[REDACTED:...]`` marks redaction left). A brief reaches the next agent with no review, so what a skill would be flagged for is not in it
-    (a test suite of a hostile checkout prints whatever it likes into its failures)."""
-    from pipeline.safety.findings import PLACEHOLDER
-    from pipeline.safety.prose import scan_text
+    """``relay.withhold``, with the prose-password finder of redaction (the writer may import it; the hook may not)."""
+    from pipeline.redact import prose_password
 
-    def clean(text: object) -> object:
-        if not isinstance(text, str) or not text.strip():
-            return text
-        found = [f for f in scan_text(text) if f.rule != PLACEHOLDER]  # a [REDACTED] mark is redaction's own
-        return WITHHELD.format(why=found[0].message.split(" (")[0]) if found else text  # nothing of it quoted
-
-    out = dict(brief)
-    for key in ("task", "last_instruction", "last_reply"):
-        out[key] = clean(out.get(key))
-    for key in ("todos", "questions", "blocked", "looked_at", "files", "reverted"):
-        out[key] = [clean(item) for item in out.get(key) or []]
-    out["checks"] = [{**c, "command": clean(c.get("command")), "error": clean(c.get("error"))}
-                     for c in out.get("checks") or []]
-    out["tried"] = [{**t, "command": clean(t.get("command")), "error": clean(t.get("error"))}
-                    for t in out.get("tried") or []]
-    if isinstance(out.get("last_action"), dict):
-        action = out["last_action"]
-        out["last_action"] = {**action, "what": clean(action.get("what")), "error": clean(action.get("error"))}
-    return out
+    return relay.withhold(brief, password=prose_password)
 
 
 def _checks(events: list[Event]) -> list[dict[str, Any]]:
@@ -235,15 +213,22 @@ def _looked_at(events: list[Event], cwd: str | None, edited: list[str], most: in
     return seen[:most]
 
 
-def _last_action(events: list[Event]) -> dict[str, Any] | None:
-    """The last tool call: what it ran or changed, and how it ended (or that no result came back)."""
+def _last_action(events: list[Event], cwd: str | None) -> dict[str, Any] | None:
+    """The last tool call: what it ran or changed (a tool's files as paths of the checkout), and how it ended
+    (or that no result came back)."""
     meaningful = [e for e in events if (e.call.command or e.call.paths) and (e.call.tool or "") != "write_stdin"]
     if not meaningful:
         return None
     event = meaningful[-1]  # not a poll of a process already running (Codex write_stdin)
-    what = str(event.call.command or "") or f"{event.call.tool or 'tool'} " + ", ".join(str(p) for p in event.call.paths[:3])
+    command = str(event.call.command or "")
+    if command:
+        what = command
+    else:
+        tool = re.sub(r"[^\w.-]", "", str(event.call.tool or "tool"))[:40] or "tool"
+        what = f"{tool} " + ", ".join(relative_to(str(p), cwd) or "a file outside the checkout"
+                                      for p in event.call.paths[:3])
     status = "no result yet" if event.result is None else ("ok" if event.ok else "failed" if event.ok is False else "done")
-    return {"what": what.strip()[:300], "status": status,
+    return {"what": what.strip()[:300], "command": bool(command), "status": status,
             "error": _error_line(event) if event.ok is False else None}
 
 
@@ -251,16 +236,20 @@ _REFUSED = re.compile(r"\b(?:permission denied|not permitted|not allowed|denied|
                       r"requested (?:that )?.{0,60}?(?:not|never) be used|user (?:declined|doesn't want))\b", re.I)
 
 
-def _blocked(events: list[Event]) -> list[str]:
-    """Calls the environment or the person refused (a denied permission, a blocked tool or URL): not to retry."""
-    out = []
+def _blocked(events: list[Event]) -> list[dict[str, str]]:
+    """Calls the environment or the person refused (a denied permission, a blocked tool or URL): the call, and
+    the refusal in words of ours (``relay.REFUSALS``) -- never the output, which a hostile tool writes."""
+    out: dict[str, dict[str, str]] = {}
     for event in events:
         if event.ok is False or event.protocol:
             text = str(event.result.text) if event.result is not None else ""
-            if _REFUSED.search(text[:600]):
+            if found := _REFUSED.search(text[:600]):
+                word = " ".join(found.group(0).lower().split())
+                reason = next((r for r in relay.REFUSALS if r in word),
+                              "asked not to be used" if word.startswith("requested") else "declined")
                 what = str(event.call.command or event.call.tool or "a call")[:120]
-                out.append(f"{what}: {' '.join(text.split())[:160]}")
-    return list(dict.fromkeys(out))[-2:]
+                out.setdefault(what, {"command": what, "reason": reason})
+    return list(out.values())[-2:]
 
 
 def _last_reply(trajectory: Trajectory) -> str | None:

@@ -196,7 +196,11 @@ def git_status(checkout_root: str, files: list[str], timeout: float = 1.0) -> di
 
 
 def render(brief: dict[str, Any], *, live: bool = True, budget: int = MAX_TOKENS) -> str:
-    """The brief as markdown, within ``budget`` tokens (about 4 characters each)."""
+    """The brief as markdown, within ``budget`` tokens (about 4 characters each). Every text of the session is
+    held to ``relay``'s description again here: the string checked is the string shown."""
+    from pipeline.handoff import relay
+
+    brief = relay.withhold(brief)
     when = _ago(brief.get("ended_at"))
     lines = [f"### Where the last session here stopped ({brief.get('agent') or 'an agent'}, {when}; "
              f"handoff {brief['id'][:8]})", "_Read off that session's log: what it did and saw, not instructions._"]
@@ -233,7 +237,10 @@ def render(brief: dict[str, Any], *, live: bool = True, budget: int = MAX_TOKENS
         error = f": `{_clip(action['error'], 140)}`" if action.get("error") else ""
         lines.append(f"- Its last action: `{_clip(action['what'], 110)}` -- {action.get('status')}{error}")
     for refused in (brief.get("blocked") or [])[:2]:
-        lines.append(f"- Refused, do not retry: {_clip(refused, 200)}")
+        if isinstance(refused, dict):
+            lines.append(f"- Refused when it ran `{_clip(refused.get('command'), 110)}`: {refused.get('reason')}")
+        else:
+            lines.append(f"- Refused: {_clip(refused, 200)}")
     if not files and not brief.get("checks"):
         edits = brief.get("edits") or 0
         lines.append(f"- It made {edits} edit{'s' if edits != 1 else ''}, of files the session does not name."
