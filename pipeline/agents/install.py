@@ -270,7 +270,8 @@ def _with_toml_server(text: str, portable: bool = False) -> str:
     return result
 
 
-def _toml_change(root: Path, file: Path, portable: bool = False) -> Change:
+def _read_toml(root: Path, file: Path) -> str | None:
+    """The agent's TOML file as it is (None when there is none yet); one that does not parse is not rewritten."""
     before = _read_existing(root, file)
     if before is not None:
         try:
@@ -278,6 +279,11 @@ def _toml_change(root: Path, file: Path, portable: bool = False) -> Change:
         except tomllib.TOMLDecodeError as exc:
             raise UsageError(f"{file} is not valid TOML ({exc}); skillmill will not rewrite it",
                              hint="fix the file, then run `skillmill install` again") from exc
+    return before
+
+
+def _toml_change(root: Path, file: Path, portable: bool = False) -> Change:
+    before = _read_toml(root, file)
     return Change(file, f"MCP server [mcp_servers.{SERVER}]", before, _with_toml_server(before or "", portable), root)
 
 
@@ -314,13 +320,7 @@ def _with_toml_hooks(text: str, agent: str, events: tuple[str, ...], portable: b
 
 
 def _toml_hooks_change(root: Path, file: Path, agent: str, events: tuple[str, ...]) -> Change:
-    before = _read_existing(root, file)
-    if before is not None:
-        try:
-            tomllib.loads(before)
-        except tomllib.TOMLDecodeError as exc:
-            raise UsageError(f"{file} is not valid TOML ({exc}); skillmill will not rewrite it",
-                             hint="fix the file, then run `skillmill install` again") from exc
+    before = _read_toml(root, file)
     what = f"hook `{SERVER} hook {agent}` on {' and '.join(events)} ([[hooks]])"
     return Change(file, what, before, _with_toml_hooks(before or "", agent, events), root)
 

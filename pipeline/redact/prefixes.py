@@ -17,6 +17,7 @@ from __future__ import annotations
 import re
 import sys
 
+from pipeline.redact.patterns import alternatives, closing
 from pipeline.redact.rules import token_rules
 from pipeline.redact.vendored import token_rules as gitleaks_rules
 
@@ -31,33 +32,9 @@ def openings(regex: str) -> set[str]:
     """The literal openings of REGEX (Python syntax), small classes and groups spelled out."""
     regex = re.sub(r"^\(\?[a-z]+\)", "", regex)
     found: set[str] = set()
-    for alternative in _alternatives(regex):
+    for alternative in alternatives(regex):
         found |= _expand(alternative)[0]
     return {f for f in found if f}
-
-
-def _alternatives(pattern: str) -> list[str]:
-    parts, depth, start, n, in_class = [], 0, 0, 0, False
-    while n < len(pattern):
-        char = pattern[n]
-        if char == "\\":
-            n += 2
-            continue
-        if in_class:
-            in_class = char != "]"
-        elif char == "[":
-            in_class = True
-            n += 2 if pattern[n + 1:n + 2] == "]" else 1
-            continue
-        elif char == "(":
-            depth += 1
-        elif char == ")":
-            depth -= 1
-        elif char == "|" and depth == 0:
-            parts.append(pattern[start:n])
-            start = n + 1
-        n += 1
-    return [*parts, pattern[start:]]
 
 
 def _optional(pattern: str, n: int) -> bool:
@@ -88,12 +65,12 @@ def _expand(pattern: str) -> tuple[set[str], bool]:
                 return found, False  # a negated class, a range, \w: not a few letters
             chars = set(body.replace("\\", ""))
         elif char == "(":
-            close = _closing(pattern, n)
+            close = closing(pattern, n)
             inner = re.sub(r"^\?(?::|P<\w+>)", "", pattern[n + 1:close])
             if inner.startswith("?") or _optional(pattern, close + 1):
                 return found, False
             spelled, complete = set(), True
-            for alternative in _alternatives(inner):
+            for alternative in alternatives(inner):
                 more, whole = _expand(alternative)
                 spelled |= more
                 complete &= whole
@@ -122,27 +99,6 @@ def _class_end(pattern: str, n: int) -> int:
     while end < len(pattern) and pattern[end] != "]":
         end += 2 if pattern[end] == "\\" else 1
     return end + 1
-
-
-def _closing(pattern: str, n: int) -> int:
-    depth, in_class = 0, False
-    while n < len(pattern):
-        char = pattern[n]
-        if char == "\\":
-            n += 2
-            continue
-        if in_class:
-            in_class = char != "]"
-        elif char == "[":
-            in_class = True
-        elif char == "(":
-            depth += 1
-        elif char == ")":
-            depth -= 1
-            if depth == 0:
-                return n
-        n += 1
-    return len(pattern)
 
 
 def distinct(opening: str) -> bool:

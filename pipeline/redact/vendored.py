@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pipeline.redact.heuristics import entropy
+from pipeline.redact.patterns import alternatives, closing
 from pipeline.redact.rules import FIRST_GROUP, PRIORITY_PROVIDER, TokenRule
 
 DATA = Path(__file__).with_name("data") / "gitleaks.toml"
@@ -135,54 +136,6 @@ def _allows(entries: list[dict]) -> list[_Allow]:
     return allows
 
 
-def _split(pattern: str) -> list[str]:
-    """``pattern``'s top-level alternatives."""
-    parts, depth, in_class, i, last = [], 0, False, 0, 0
-    while i < len(pattern):
-        c = pattern[i]
-        if c == "\\":
-            i += 2
-            continue
-        if in_class:
-            in_class = c != "]"
-        elif c == "[":
-            in_class = True
-            i += 2 if pattern[i + 1:i + 2] == "]" else 1
-            continue
-        elif c == "(":
-            depth += 1
-        elif c == ")":
-            depth -= 1
-        elif c == "|" and depth == 0:
-            parts.append(pattern[last:i])
-            last = i + 1
-        i += 1
-    parts.append(pattern[last:])
-    return parts
-
-
-def _closing(pattern: str, i: int) -> int:
-    """The index of the ``)`` that closes the ``(`` at ``i``."""
-    depth, in_class = 0, False
-    while i < len(pattern):
-        c = pattern[i]
-        if c == "\\":
-            i += 2
-            continue
-        if in_class:
-            in_class = c != "]"
-        elif c == "[":
-            in_class = True
-        elif c == "(":
-            depth += 1
-        elif c == ")":
-            depth -= 1
-            if depth == 0:
-                return i
-        i += 1
-    return len(pattern)
-
-
 _GROUP_OPENING = re.compile(r"\?(?::|P<\w+>|(?P<flags>-?i):)")
 
 
@@ -192,7 +145,7 @@ def _prefixes(pattern: str, ignore_case: bool = False) -> list[tuple[str, bool]]
     a provider's name somewhere before an assignment) gives none: the token scanner cannot
     dispatch on it."""
     found = []
-    for alternative in _split(pattern):
+    for alternative in alternatives(pattern):
         found += _opening(alternative, ignore_case)
     return found
 
@@ -205,7 +158,7 @@ def _opening(pattern: str, ignore_case: bool) -> list[tuple[str, bool]]:
         elif pattern.startswith("\\b", i):
             i += 2
         elif pattern.startswith("(", i):
-            close = _closing(pattern, i)
+            close = closing(pattern, i)
             if pattern[close + 1:close + 2] in ("?", "*", "{"):
                 return []  # an optional group: what opens the token is not fixed
             inner = pattern[i + 1:close]

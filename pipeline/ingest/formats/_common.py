@@ -260,3 +260,30 @@ def repo_from_dirname(name: str) -> str | None:
     match = _DIRNAME.match(name)
     return f"{match['owner']}/{match['repo']}" if match else None
 
+
+_PATCH_FILE = re.compile(r"^\*\*\* (Add|Update|Delete) File: (.+?)\s*$")
+_PATCH_MOVE = re.compile(r"^\*\*\* Move to: (.+?)\s*$")
+
+
+def begin_patch(patch: str) -> tuple[list[str], str | None]:
+    """Files and a unified-style diff of an ``*** Begin Patch`` text (Codex's apply_patch, Copilot's edits)."""
+    paths: list[str] = []
+    out: list[str] = []
+    mode = None
+    for line in patch.splitlines():
+        header = _PATCH_FILE.match(line)
+        if header:
+            mode, path = header.groups()
+            paths.append(path)
+            out += [f"--- {'/dev/null' if mode == 'Add' else 'a/' + path}",
+                    f"+++ {'/dev/null' if mode == 'Delete' else 'b/' + path}"]
+            continue
+        moved = _PATCH_MOVE.match(line)
+        if moved and out:
+            paths.append(moved.group(1))
+            out[-1] = f"+++ b/{moved.group(1)}"
+            continue
+        if line.startswith("*** ") or mode in (None, "Delete"):
+            continue
+        out.append(line if mode == "Update" or line.startswith("+") else f"+{line}")
+    return paths, ("\n".join(out) if out else None)

@@ -39,6 +39,7 @@ from pipeline.ingest.formats._common import (
     BadShape,
     add_record,
     as_text,
+    begin_patch,
     describe,
     expect,
     loads_object,
@@ -73,8 +74,6 @@ _IDE_REQUEST = "## My request for Codex:"
 _EXIT = re.compile(r"^(?:Exit code|Process exited with code):?\s*(-?\d+)\s*$", re.M)
 _RUNNING = re.compile(r"^Process running with session ID (\d+)\s*$", re.M)
 _HEADER_END = "\nOutput:\n"
-_PATCH_FILE = re.compile(r"^\*\*\* (Add|Update|Delete) File: (.+?)\s*$")
-_PATCH_MOVE = re.compile(r"^\*\*\* Move to: (.+?)\s*$")
 #: Codex refusing a tool call (in the corpus: 1 result of 897, "write_stdin failed: stdin is
 #: closed for this session; rerun exec_command with tty=true to keep stdin open"; most of the
 #: corpus is redacted). From codex-rs' tool handlers: "apply_patch verification failed: Failed to
@@ -318,11 +317,11 @@ class _Rollout:
             raw = item.get("arguments") if kind == "function_call" else item.get("input")
             args = loads_object(raw) or {}
         lowered = name.lower()
-        command, patch = _command(lowered, args)
+        command, patch = shell_command(lowered, args)
         if lowered == "apply_patch":
             patch = raw if isinstance(raw, str) and "*** Begin Patch" in raw else (
                 args.get("input") if isinstance(args.get("input"), str) else None)
-        paths, diff = _patch(patch) if patch else (paths_in(args), None)
+        paths, diff = begin_patch(patch) if patch else (paths_in(args), None)
         if command:
             text = command
         elif args:
@@ -525,7 +524,7 @@ def _request(text: str) -> str:
     return request.strip() if found and request.strip() else text.strip()
 
 
-def _command(tool: str, args: dict[str, Any]) -> tuple[str | None, str | None]:
+def shell_command(tool: str, args: dict[str, Any]) -> tuple[str | None, str | None]:
     """(shell command, apply_patch text) of a call's arguments."""
     if tool not in _SHELLS:
         return None, None
@@ -565,27 +564,3 @@ def _exec_header(text: str) -> tuple[int | None, str]:
         return None, text
     match = _EXIT.search(head)
     return (int(match.group(1)) if match else None), body
-
-
-def _patch(patch: str) -> tuple[list[str], str | None]:
-    """Files and a unified-style diff of an ``*** Begin Patch`` text."""
-    paths: list[str] = []
-    out: list[str] = []
-    mode = None
-    for line in patch.splitlines():
-        header = _PATCH_FILE.match(line)
-        if header:
-            mode, path = header.groups()
-            paths.append(path)
-            out += [f"--- {'/dev/null' if mode == 'Add' else 'a/' + path}",
-                    f"+++ {'/dev/null' if mode == 'Delete' else 'b/' + path}"]
-            continue
-        moved = _PATCH_MOVE.match(line)
-        if moved and out:
-            paths.append(moved.group(1))
-            out[-1] = f"+++ b/{moved.group(1)}"
-            continue
-        if line.startswith("*** ") or mode in (None, "Delete"):
-            continue
-        out.append(line if mode == "Update" or line.startswith("+") else f"+{line}")
-    return paths, ("\n".join(out) if out else None)

@@ -26,7 +26,7 @@ from typing import Any
 
 from pipeline.ingest.base import TrajectoryFormat
 from pipeline.ingest.formats._common import add_record, as_text, describe, paths_in
-from pipeline.ingest.formats.codex import PROTOCOL_ERRORS, _command
+from pipeline.ingest.formats.codex import PROTOCOL_ERRORS, shell_command
 from pipeline.ingest.reader import Probe, iter_jsonl
 from pipeline.ingest.report import FileReport
 from pipeline.trajectory import Outcome, Trajectory, TrajectoryBuilder
@@ -182,5 +182,5 @@ def _unwrap(command: str) -> str | None:
         words = shlex.split(command)
     except ValueError:
         return command or None
-    inner, _ = _command("shell", {"command": words})
+    inner, _ = shell_command("shell", {"command": words})
     return inner or command or None

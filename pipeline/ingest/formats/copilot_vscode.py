@@ -43,6 +43,7 @@ from pipeline.ingest.formats._common import (
     SHAPE_ERRORS,
     as_dict,
     as_list,
+    begin_patch,
     describe,
     expect,
     loads_object,
@@ -51,7 +52,6 @@ from pipeline.ingest.formats._common import (
     shape_error,
     unified,
 )
-from pipeline.ingest.formats.codex import _patch as v4a_patch  # the same *** Begin Patch format
 from pipeline.ingest.identity import relative_to, resolve_repo
 from pipeline.ingest.reader import Checkpoint, Probe, iter_jsonl, load_json
 from pipeline.ingest.report import FileReport
@@ -371,7 +371,7 @@ class _Chat:
         diff = None
         patch = args.get("input") if isinstance(args.get("input"), str) and "*** Begin Patch" in args["input"] else None
         if patch:
-            patched, diff = v4a_patch(patch)
+            patched, diff = begin_patch(patch)
             for path in patched:
                 relative = self._relative(path)
                 paths.append(relative)
