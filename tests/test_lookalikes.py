@@ -2,7 +2,7 @@
 
 Real files of such agents in ../shared/trajectories: SpecStory's Markdown exports of Cursor chats
 (nobody reads them), a JSON dump of Cursor's state.vscdb rows (the database, not this, is what a
-reader would take), Goose's projects.json index; and the hand-written fixtures of Kiro and Pi.
+reader would take), Goose's projects.json index.
 """
 
 from __future__ import annotations
@@ -21,10 +21,6 @@ UNREAD = {
     "cursor_agent/cursor-history/workspaceStorage/f87f6e0b2cf1ae8645cc0c5ffaa99529.json":
         "looks like a Cursor state database exported as JSON: not read yet",
     "goose/jwp23-dotfiles/projects.json": "looks like a Goose project index (projects.json): not read yet",
-    "kiro/synthetic_schema_coverage/claude-code-transcripts_sample_kiro_export.json":
-        "looks like a Kiro CLI / Amazon Q CLI conversation export: not read yet",
-    "pi/synthetic_schema_coverage/claude-code-transcripts_sample_pi_session.jsonl":
-        "looks like a Pi coding agent session: not read yet",
 }
 
 
@@ -36,9 +32,9 @@ def test_a_file_of_an_agent_we_do_not_read_is_named(corpus: Path, relative: str)
 
 
 def test_the_cli_says_so(corpus: Path) -> None:
-    folder = corpus / "kiro"
+    folder = corpus / "goose"
     result = CliRunner().invoke(main, ["ingest", str(folder)], catch_exceptions=False)
-    assert result.output.count("looks like a Kiro CLI / Amazon Q CLI conversation export") == 1, result.output
+    assert result.output.count("looks like a Goose project index") == 1, result.output
     assert result.output.count("not a trajectory of any known format") == 2, "SOURCES.md and SOURCES.jsonl"
 
 
@@ -73,4 +69,5 @@ def test_no_recogniser_matches_a_file_a_format_reads(corpus: Path) -> None:
 def test_formats_lists_what_is_recognised_but_not_read() -> None:
     output = CliRunner().invoke(main, ["formats"], catch_exceptions=False).output
     listed = output.split("Recognised but not read yet", 1)[1]
-    assert "Kiro CLI / Amazon Q CLI conversation export" in listed and "Pi coding agent session" in listed
+    assert "Factory Droid session" in listed and "Amp thread" in listed
+    assert "Pi coding agent session" not in listed and "Kiro CLI / Amazon Q CLI conversation export" not in listed

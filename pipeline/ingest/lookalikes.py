@@ -60,16 +60,6 @@ def _cline_markdown(probe: Probe) -> bool:
     return bool(_CLINE_MD_USER.search(text)) and "**Assistant:**" in text and bool(_CLINE_MD_TOOL.search(text))
 
 
-def _kiro(probe: Probe) -> bool:
-    return _object_with(probe, "conversation_id", arrays=("history",))
-
-
-def _pi(probe: Probe) -> bool:
-    first = _record(probe)
-    return first.get("type") == "session" and isinstance(first.get("id"), str) and "cwd" in first and \
-        "timestamp" in first and not first.get("message")
-
-
 def _amp(probe: Probe) -> bool:
     if not _object_with(probe, "id", arrays=("messages",)):
         return False
@@ -111,8 +101,6 @@ def _sqlite(probe: Probe) -> bool:
 #: In the order asked; the first that matches names the file.
 LOOKALIKES: tuple[Lookalike, ...] = (
     Lookalike("Cline / Roo Code", "task exported as Markdown", _cline_markdown),
-    Lookalike("Kiro CLI / Amazon Q CLI", "conversation export", _kiro),
-    Lookalike("Pi coding agent", "session", _pi),
     Lookalike("Amp", "thread", _amp),
     Lookalike("Goose", "project index (projects.json)", _goose_projects),
     Lookalike("Factory Droid", "session", _droid),

@@ -18,11 +18,13 @@ from pipeline.ingest.formats.cursor import CursorAgent, CursorIde
 from pipeline.ingest.formats.gemini_cli import GeminiCli
 from pipeline.ingest.formats.goose import Goose, GooseJsonl
 from pipeline.ingest.formats.kimi_cli import KimiCli
+from pipeline.ingest.formats.kiro import KiroCli
 from pipeline.ingest.formats.mini_swe_agent import MiniSweAgent
 from pipeline.ingest.formats.opencode import OpenCodeStorage
 from pipeline.ingest.formats.opencode_db import OpenCodeDb, OpenCodeExport
 from pipeline.ingest.formats.openhands import OpenHands
 from pipeline.ingest.formats.openhands_v1 import OpenHandsV1
+from pipeline.ingest.formats.pi import Pi
 from pipeline.ingest.formats.qwen_code import QwenCode
 from pipeline.ingest.formats.specstory import SpecStory
 from pipeline.ingest.formats.swe_agent import SweAgent
@@ -39,6 +41,8 @@ def register_formats(register: Callable[[TrajectoryFormat], None]) -> None:
     register(GeminiCli())
     register(QwenCode())
     register(KimiCli())
+    register(Pi())
+    register(KiroCli())
     register(CopilotCli())
     register(CopilotVscode())
     register(OpenCodeStorage())
