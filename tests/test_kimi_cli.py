@@ -116,3 +116,17 @@ def test_the_session_end_hook_finds_the_transcript_kimi_wrote(tmp_path: Path, mo
     for odd in ({**payload, "session_id": "../../x"}, {**payload, "cwd": "relative"}):
         assert "transcript_path" not in hook._with_transcript("kimi", odd)
     assert "transcript_path" not in hook._with_transcript("codex", payload)  # the others name theirs
+
+
+def test_a_refused_edit_is_the_harness_not_the_project(tmp_path: Path) -> None:
+    rows = lines()
+    edit_result = next(r for r in rows if r.get("tool_call_id") == "StrReplaceFile:1")
+    edit_result["content"] = [{"type": "text", "text": "<system>ERROR</system>"}, {"type": "text", "text":
+                              "<system>No replacements were made. The old string was not found in the file.</system>"}]
+    path = tmp_path / "s" / "context.jsonl"
+    path.parent.mkdir()
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    _, [t] = ingest_file(path)
+    refused = t.result_of(t.tool_calls()[1])
+    assert refused.is_error and refused.protocol_error
+    assert not any(s.protocol_error for s in t.steps if s.call_id == "Shell:2")  # a failing test run is the project's

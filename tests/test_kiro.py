@@ -51,3 +51,14 @@ def test_the_hand_written_sample_with_flattened_variants_reads_too() -> None:
 def test_it_is_claimed_by_kiro_only() -> None:
     for path in (SAVED, SAMPLE):
         assert [f.name for f in registered_formats() if f.sniff(Probe.read(path))] == ["kiro-cli"]
+
+
+def test_a_refused_edit_is_the_harness_not_the_project(tmp_path: Path) -> None:
+    document = json.loads(SAVED.read_text())
+    [result] = document["history"][2]["user"]["content"]["ToolUseResults"]["tool_use_results"]
+    result.update(status="Error", content=[{"Text": 'no occurrences of "    return a / b\\n" were found'}])
+    path = tmp_path / "saved.json"
+    path.write_text(json.dumps(document))
+    _, [t] = ingest_file(path)
+    edit, run = t.tool_calls()[1], t.tool_calls()[2]
+    assert t.result_of(edit).protocol_error and not t.result_of(run).protocol_error

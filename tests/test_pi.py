@@ -77,3 +77,17 @@ def test_the_version_1_sample_is_read_line_after_line() -> None:
 def test_it_is_claimed_by_pi_only() -> None:
     for path in (SESSION, SAMPLE):
         assert [f.name for f in registered_formats() if f.sniff(Probe.read(path))] == ["pi"]
+
+
+def test_a_refused_edit_is_the_harness_not_the_project(tmp_path: Path) -> None:
+    rows = lines(SESSION)
+    for row in rows:
+        message = row.get("message") or {}
+        if message.get("toolCallId") == "toolu_02":
+            message.update(isError=True, content=[{"type": "text", "text": "Could not find the exact text in "
+                           "/home/dev/tinycalc/tinycalc/cli.py. The old text must match exactly including all "
+                           "whitespace and newlines."}])
+    path = tmp_path / SESSION.name
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    _, [t] = ingest_file(path)
+    assert t.result_of(t.tool_calls()[1]).protocol_error and not t.result_of(t.tool_calls()[3]).protocol_error

@@ -52,6 +52,12 @@ _ROTATED = re.compile(r"^context_\d+\.jsonl$")
 _SHELL_TOOLS = {"Shell", "bash"}
 #: kimi.json is small; one larger than this is not read.
 _MAX_METADATA = 4 << 20
+#: Kimi CLI refusing a call (``kimi_cli/tools/file/replace.py``, ``write.py``, ``read.py``, ``shell``): the message
+#: is the result's first note. Not refusals: ``Command failed with exit code``, a person's rejection.
+PROTOCOL_ERRORS = re.compile(
+    r"\A\s*(?:No replacements were made\. The old string was not found|`[^`\n]*` (?:is not an absolute path|is "
+    r"outside the working directory|does not exist\.|is not a file\.)|You must read `[^`\n]*` with the ReadFile tool "
+    r"before editing it|Command cannot be empty\.|Error (?:parsing|validating) JSON arguments|Tool `[^`\n]*` not found)")
 _SKIP_WIRE = ("Kimi CLI event log (wire.jsonl): the UI's view of the turns that context.jsonl beside it holds; the "
               "session is read from context.jsonl")
 
@@ -64,6 +70,7 @@ class KimiCli(TrajectoryFormat):
                  "~/.kimi/sessions/*/*/subagents/*/context.jsonl")
     suffixes = (".jsonl",)
     priority = 7
+    protocol_errors = PROTOCOL_ERRORS
 
     def sniff(self, probe: Probe) -> bool:
         records = [r for r in probe.records if isinstance(r, dict)]

@@ -38,6 +38,12 @@ from pipeline.redact import sanitize
 from pipeline.trajectory import Trajectory, TrajectoryBuilder
 
 _SHELL_TOOLS = {"execute_bash", "execute_cmd"}
+#: Kiro CLI / Q CLI refusing a call (``crates/chat-cli/src/cli/chat/tools/fs_write.rs``, ``fs_read.rs``): a
+#: str_replace with no unique match, a path that is not there, arguments that did not parse.
+PROTOCOL_ERRORS = re.compile(
+    r"\A\s*(?:no occurrences of .{0,200}? were found|\d+ occurrences of old_str were found when only 1 is expected|"
+    r"(?:The )?[Pp]ath (?:does not exist|is not a file)|Failed to validate tool parameters|Tool use was cancelled)",
+    re.S)
 _STATUS = re.compile(r"(?:exit[_ ]?(?:status|code)[\"']?\s*[:=]\s*[\"']?)(-?\d+)", re.I)
 
 
@@ -48,6 +54,7 @@ class KiroCli(TrajectoryFormat):
     locations = ("<where /save wrote it>.json",)
     suffixes = (".json",)
     priority = 6
+    protocol_errors = PROTOCOL_ERRORS
 
     def sniff(self, probe: Probe) -> bool:
         if probe.first_char != "{":

@@ -42,6 +42,11 @@ from pipeline.trajectory.builder import parse_time
 
 _EXIT = re.compile(r"(?:Command exited with code|exit code:?) (-?\d+)\s*$", re.I)
 _SHELL_TOOLS = {"bash"}
+#: Pi refusing a call (``packages/coding-agent/src/core/tools/{edit,read,write}.ts`` and the agent loop's argument
+#: validation): the edit found no unique match, a file that is not there, arguments its schema refused.
+PROTOCOL_ERRORS = re.compile(
+    r"\A\s*(?:Could not find the exact text in |Found \d+ occurrences of the text in |No changes made to |"
+    r"File not found: |Validation failed for tool |Tool [\"'`]?[\w.-]+[\"'`]? not found)")
 
 
 class Pi(TrajectoryFormat):
@@ -51,6 +56,7 @@ class Pi(TrajectoryFormat):
     locations = ("~/.pi/agent/sessions/*/*.jsonl ($PI_CODING_AGENT_DIR/sessions)",)
     suffixes = (".jsonl",)
     priority = 7
+    protocol_errors = PROTOCOL_ERRORS
 
     def sniff(self, probe: Probe) -> bool:
         records = [r for r in probe.records if isinstance(r, dict)]
