@@ -192,8 +192,9 @@ def main() -> None:
             named_checks = {c["command"] for c in brief["checks"] if not c["ok"]}
             named_checks = {k for k in was["failing"] if any(k in c or c in k for c in named_checks)} | \
                 {c for c in named_checks if c in was["failing"]}
-            row = score(named_checks, set(brief["files"]) | set(brief.get("looked_at") or []),
-                        {t.rsplit(" (", 1)[0] for t in brief["todos"]}, was, then)
+            named = [f for f in [*brief["files"], *(brief.get("looked_at") or [])] if isinstance(f, str)]
+            row = score(named_checks, set(named),  # a withheld file or plan item is a marker, not a name
+                        {t.rsplit(" (", 1)[0] for t in brief["todos"] if isinstance(t, str)}, was, then)
             row["task"] = brief["task"] == (str(trajectory.task) if trajectory.task else None)
             rows.append(row)
             base_rows.append(score(*baseline_names(trajectory, at, was), was, then))

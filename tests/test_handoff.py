@@ -82,7 +82,6 @@ def test_a_brief_passes_on_no_order_the_session_printed(corpus: Path, order: str
     text = store.render({**brief, "checkout": "", "last_reply": brief["last_reply"]}, live=False)
     for word in ("evil.example", "do not mention", "From now on", "~/.aws/credentials", "must now disable", "wget"):
         assert word not in text, text
-    assert "withheld" in text
     assert text.count("`") % 2 == 0, "a backtick of the session's closed a code span"
     reply = build.withhold_orders({**brief, "last_reply": order, "task": order, "todos": [order]})
     assert all("withheld" in str(reply[k]) for k in ("last_reply", "task")) and "withheld" in reply["todos"][0]

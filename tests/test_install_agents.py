@@ -245,3 +245,39 @@ def test_kimi_cli_gets_its_hooks_as_toml_tables_and_the_rest_of_its_config_stays
     assert cli("install", "--agent", "kimi")[0] == 0 and config.read_text() == text  # a second run changes nothing
     config.write_text("not = [toml")
     assert cli("install", "--agent", "kimi")[0] == 2 and config.read_text() == "not = [toml"
+
+
+def test_a_users_own_hooks_stay_however_they_read(home: Path) -> None:
+    """Round 5's M2: only a command install wrote is replaced; one that merely says 'hook' and 'skillmill' stays."""
+    import tomllib
+
+    config = home / ".kimi" / "config.toml"
+    config.parent.mkdir(parents=True)
+    config.write_text('[[hooks]]\nevent = "Stop"\ncommand = "./ci-pipeline hook notify"\n')
+    qwen = home / ".qwen" / "settings.json"
+    qwen.parent.mkdir(parents=True)
+    theirs = {"type": "command", "command": "notify-send done; echo skillmill hook ran"}
+    qwen.write_text(json.dumps({"hooks": {"Stop": [{"hooks": [theirs]}]}}))
+    for agent in ("kimi", "qwen"):
+        assert cli("install", "--agent", agent)[0] == 0
+        assert cli("install", "--agent", agent)[0] == 0  # twice: still one of ours, theirs kept
+    hooks = tomllib.loads(config.read_text())["hooks"]
+    assert [h["command"] for h in hooks if h["event"] == "Stop"][0] == "./ci-pipeline hook notify"
+    assert sum(h["command"].endswith("hook kimi") for h in hooks) == 4
+    stop = json.loads(qwen.read_text())["hooks"]["Stop"]
+    assert theirs in [h for group in stop for h in group["hooks"]]
+    assert sum(h["command"].endswith("hook qwen") for group in stop for h in group["hooks"]) == 1
+
+
+@pytest.mark.parametrize("agent,rel,text", [
+    ("kimi", ".kimi/config.toml", 'note = """\n[[hooks]]\ncommand = "x hook kimi"\n"""\n'),  # a string, not a table
+    ("qwen", ".qwen/settings.json", '{"maxTokens": 1e400}'),  # read as infinity: JSON cannot write it back
+    ("qwen", ".qwen/settings.json", '{"hooks": []}'),
+])
+def test_a_settings_file_install_cannot_rewrite_faithfully_is_left_alone(home: Path, agent: str, rel: str,
+                                                                          text: str) -> None:
+    file = home / rel
+    file.parent.mkdir(parents=True)
+    file.write_text(text)
+    code, out = cli("install", "--agent", agent)
+    assert code == 2 and file.read_text() == text, out

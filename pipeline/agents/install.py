@@ -103,7 +103,22 @@ def _in_virtualenv(exe: Path) -> bool:
 
 
 def _is_ours(command: str) -> bool:
-    return " hook " in f" {command} " and ("skillmill" in command or "pipeline" in command)
+    """Whether ``command`` is a hook command ``install`` wrote (``hook_command``): ``[VAR=value ...] <skillmill>
+    hook AGENT`` or ``[VAR=value ...] <python> [-P] -m pipeline hook AGENT`` -- nothing else is replaced, however
+    much it says "hook" or "skillmill" (``./ci-pipeline hook notify``, ``echo skillmill hook ran``)."""
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        return False
+    while words and re.fullmatch(r"[A-Z_][A-Z0-9_]*=.*", words[0]):
+        words = words[1:]
+    if len(words) < 3 or words[-2] != "hook" or words[-1] not in HOOK_EVENTS:
+        return False
+    program = words[:-2]
+    if len(program) == 1:
+        return Path(program[0]).name.removesuffix(".exe") == "skillmill"
+    return program[-2:] == ["-m", "pipeline"] and re.fullmatch(r"python[\d.]*", Path(program[0]).name) is not None \
+        and all(w == "-P" for w in program[1:-2])
 
 
 #: An agent's settings file larger than this is not one skillmill rewrites.
@@ -193,13 +208,22 @@ def _read_json(root: Path, file: Path) -> tuple[str | None, dict[str, Any]]:
 
 
 def _dump_json(data: dict[str, Any]) -> str:
-    return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+    """The settings as JSON again; a number JSON cannot hold (``1e400`` read as infinity) is refused, never written
+    back as ``Infinity``."""
+    try:
+        return json.dumps(data, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+    except ValueError as exc:
+        raise UsageError(f"the agent's settings hold a number JSON cannot write back ({exc}); skillmill will not "
+                         "rewrite them", hint="add the entries by hand (the README's install section shows them)") from exc
 
 
 def _with_hooks(data: dict[str, Any], agent: str, events: tuple[str, ...], gemini: bool = False,
                 portable: bool = False) -> dict[str, Any]:
     """Add (or update) our hook under each event; other hooks stay as they are."""
     hooks = data.setdefault("hooks", {})
+    if not isinstance(hooks, dict):
+        raise UsageError(f"'hooks' in the agent's settings is a {type(hooks).__name__}, not an object; skillmill "
+                         "will not rewrite it", hint="fix the file (or add the hook by hand), then run install again")
     command = hook_command(agent, portable)
     for event in events:
         groups = [g for g in hooks.get(event, []) if isinstance(g, dict)]
@@ -271,7 +295,8 @@ def _with_toml_server(text: str, portable: bool = False) -> str:
 
 
 def _read_toml(root: Path, file: Path) -> str | None:
-    """The agent's TOML file as it is (None when there is none yet); one that does not parse is not rewritten."""
+    """The agent's TOML file as it is (None when there is none yet). It is edited as text, table by table, so one
+    that does not parse, or that holds a multi-line string (whose lines could read as tables), is not rewritten."""
     before = _read_existing(root, file)
     if before is not None:
         try:
@@ -279,6 +304,9 @@ def _read_toml(root: Path, file: Path) -> str | None:
         except tomllib.TOMLDecodeError as exc:
             raise UsageError(f"{file} is not valid TOML ({exc}); skillmill will not rewrite it",
                              hint="fix the file, then run `skillmill install` again") from exc
+        if '"""' in before or "'''" in before:
+            raise UsageError(f"{file} holds a multi-line string; skillmill edits TOML as text and will not rewrite it",
+                             hint="add the entries by hand (the README's install section shows them)")
     return before
 
 

@@ -75,10 +75,6 @@ def build(trajectory: Trajectory) -> dict[str, Any] | None:
     return withhold_orders(brief)
 
 
-#: What stands in for a text of the session a brief will not pass on; the rules are ``relay``'s.
-WITHHELD = relay.WITHHELD
-
-
 def withhold_orders(brief: dict[str, Any]) -> dict[str, Any]:
     """``relay.withhold``, with the prose-password finder of redaction (the writer may import it; the hook may not)."""
     from pipeline.redact import prose_password

@@ -210,15 +210,16 @@ def render(brief: dict[str, Any], *, live: bool = True, budget: int = MAX_TOKENS
         lines.append(f"- Their last instruction: {_quote(brief['last_instruction'], 500)}")
     for check in brief.get("checks") or []:
         if check.get("ok"):
-            lines.append(f"- Last run of `{_clip(check['command'], 90)}` passed.")
+            lines.append(f"- Last run of {_code(check['command'], 90)} passed.")
             continue
-        error = f": `{_clip(check['error'], 160)}`" if check.get("error") else ""
+        error = f": {_code(check['error'], 160)}" if check.get("error") else ""
         later = "" if check.get("passed_later") else " It never passed afterwards."
         code = f" (exit {check['exit']})" if check.get("exit") not in (None, 0) else ""
-        lines.append(f"- Stopped with `{_clip(check['command'], 90)}` failing{code}{error}.{later}")
+        lines.append(f"- Stopped with {_code(check['command'], 90)} failing{code}{error}.{later}")
     files = list(brief.get("files") or [])
     if files:
-        status = git_status(brief.get("checkout") or "", files) if live else None
+        named = [f for f in files if isinstance(f, str)]
+        status = git_status(brief.get("checkout") or "", named) if live and named == files else None
         if status:
             open_files = [f for f in files if status.get(f) == "uncommitted"]
             done = [f for f in files if status.get(f) == "committed"]
@@ -234,26 +235,27 @@ def render(brief: dict[str, Any], *, live: bool = True, budget: int = MAX_TOKENS
         lines.append(f"- Its last message: {_quote(brief['last_reply'], 220)}")
     action = brief.get("last_action")
     if isinstance(action, dict) and action.get("what"):
-        error = f": `{_clip(action['error'], 140)}`" if action.get("error") else ""
-        lines.append(f"- Its last action: `{_clip(action['what'], 110)}` -- {action.get('status')}{error}")
+        error = f": {_code(action['error'], 140)}" if action.get("error") else ""
+        lines.append(f"- Its last action: {_code(action['what'], 110)} -- {action.get('status')}{error}")
     for refused in (brief.get("blocked") or [])[:2]:
         if isinstance(refused, dict):
-            lines.append(f"- Refused when it ran `{_clip(refused.get('command'), 110)}`: {refused.get('reason')}")
+            lines.append(f"- Refused when it ran {_code(refused.get('command'), 110)}: {refused.get('reason')}")
         else:
-            lines.append(f"- Refused: {_clip(refused, 200)}")
+            lines.append(f"- Refused: {_plain(refused, 200)}")
     if not files and not brief.get("checks"):
         edits = brief.get("edits") or 0
         lines.append(f"- It made {edits} edit{'s' if edits != 1 else ''}, of files the session does not name."
                      if edits else "- It changed no file yet.")
     for item in (brief.get("todos") or [])[:6]:
-        lines.append(f"- Open in its plan: {_clip(item, 140)}")
+        state = f" ({item['state']})" if isinstance(item, dict) and item.get("state") else ""
+        lines.append(f"- Open in its plan: {_plain(item, 140)}{state}")
     for question in (brief.get("questions") or [])[:2]:
         lines.append(f"- It asked, and got no answer: {_quote(question, 200)}")
     for tried in (brief.get("tried") or [])[:3]:
-        error = f" ({_clip(tried['error'], 100)})" if tried.get("error") else ""
-        lines.append(f"- Tried, did not work: `{_clip(tried['command'], 90)}`{error}")
+        error = f" ({_plain(tried['error'], 100)})" if tried.get("error") else ""
+        lines.append(f"- Tried, did not work: {_code(tried['command'], 90)}{error}")
     for file in (brief.get("reverted") or [])[:3]:
-        lines.append(f"- An edit it undid again: `{_clip(file, 120)}`")
+        lines.append(f"- An edit it undid again: {_code(file, 120)}")
     text, limit = "\n".join(lines), budget * 4
     if len(text) > limit:
         text = text[:limit].rsplit("\n", 1)[0] + "\n- (cut to fit)"
@@ -267,12 +269,27 @@ def _clip(text: object, size: int) -> str:
     return flat if len(flat) <= size else flat[:size - 1] + "…"
 
 
+def _withheld(value: object) -> str | None:
+    from pipeline.handoff import relay
+
+    why = relay.withheld(value)
+    return f"(withheld: {why})" if why else None
+
+
 def _quote(text: object, size: int) -> str:
-    return "“" + _clip(text, size) + "”"
+    return _withheld(text) or "“" + _clip(text, size) + "”"
 
 
-def _names(files: list[str], most: int = 8) -> str:
-    shown = ", ".join(f"`{_clip(f, 120)}`" for f in files[:most])
+def _code(text: object, size: int) -> str:
+    return _withheld(text) or "`" + _clip(text, size) + "`"
+
+
+def _plain(text: object, size: int) -> str:
+    return _withheld(text) or _clip(text, size)
+
+
+def _names(files: list[object], most: int = 8) -> str:
+    shown = ", ".join(_code(f, 120) for f in files[:most])
     return shown + (f" and {len(files) - most} more" if len(files) > most else "")
 
 

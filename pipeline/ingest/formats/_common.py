@@ -124,6 +124,17 @@ def describe(name: str, args: dict[str, Any]) -> str:
     return f"{name} {orjson.dumps(args, default=str).decode()[:500]}"
 
 
+#: Gemini CLI (and its fork Qwen Code) append the files an ``@path`` named to the prompt itself
+#: (``atCommandProcessor``): the person's words are what comes before.
+_REFERENCED = re.compile(r"\n*--- Content from referenced files ---")
+
+
+def typed_part(prompt: str) -> str:
+    """The person's words of a prompt, without the contents of the files it referenced (``@path``)."""
+    match = _REFERENCED.search(prompt)
+    return prompt[:match.start()].rstrip() if match else prompt
+
+
 def pick_task(prompts: list[str]) -> str | None:
     """The first prompt that asks for something; a greeting or "show tools" opener is not the task."""
     prompts = [p for p in prompts if not voice.is_ours(p)]  # skillmill's own hook context, handed back

@@ -47,6 +47,7 @@ from pipeline.ingest.formats._common import (
     paths_in,
     pick_task,
     shape_error,
+    typed_part,
     unified,
 )
 from pipeline.ingest.identity import resolve_repo
@@ -240,8 +241,11 @@ class _Chat:
         text = as_text(content)
         if kind == "user":
             if text.strip():
-                b.user(text, timestamp=stamp)
-                self.prompts.append(text)
+                typed = typed_part(text)  # the files an @path named are the CLI's, not the person's words
+                b.user(typed, timestamp=stamp)
+                if typed != text:
+                    b.user(text[len(typed):].strip(), timestamp=stamp, meta=True)
+                self.prompts.append(typed)
         elif kind in _ASSISTANT_TYPES:
             model = expect(message, "model", str)
             if model:

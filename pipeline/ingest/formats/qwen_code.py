@@ -32,7 +32,15 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.ingest.base import TrajectoryFormat
-from pipeline.ingest.formats._common import SHAPE_ERRORS, as_text, describe, paths_in, pick_task, shape_error
+from pipeline.ingest.formats._common import (
+    SHAPE_ERRORS,
+    as_text,
+    describe,
+    paths_in,
+    pick_task,
+    shape_error,
+    typed_part,
+)
 from pipeline.ingest.formats.gemini_cli import EXIT_CODE, PROTOCOL_ERRORS, SHELL_TOOLS, edit_diff
 from pipeline.ingest.identity import resolve_repo
 from pipeline.ingest.reader import Probe, iter_jsonl
@@ -163,7 +171,8 @@ def _prompt(record: dict[str, Any], parts: list[dict[str, Any]]) -> str:
     if isinstance(payload, dict) and isinstance(payload.get("hookContext"), str) and \
             isinstance(payload.get("displayText"), str):
         return payload["displayText"].strip()
-    return _text([p for p in parts if not (isinstance(p.get("text"), str) and _HOOK_CONTEXT.match(p["text"]))])
+    return typed_part(_text([p for p in parts
+                             if not (isinstance(p.get("text"), str) and _HOOK_CONTEXT.match(p["text"]))]))
 
 
 def _record(b: TrajectoryBuilder, record: dict[str, Any], models: Counter[str], prompts: list[str]) -> None:
