@@ -128,7 +128,7 @@ def test_the_string_checked_is_the_string_shown() -> None:
         for kind in KINDS:
             out = relay.relay(payload, kind)
             if isinstance(out, str):
-                assert relay.shown(out) == out
+                assert relay.form(out, kind) == out
             assert relay.relay(out, kind) == out  # a brief read back and shown again is unchanged
     assert relay.shown("a\u00a0b\u3000c\x1fd `e`") == "a b c d 'e'"
 
@@ -192,7 +192,7 @@ KEPT = [
 
 @pytest.mark.parametrize("text,kind", KEPT)
 def test_what_an_ordinary_session_says_is_kept(text: str, kind: str) -> None:
-    assert relay.relay(text, kind) == relay.shown(text)
+    assert relay.relay(text, kind) == relay.form(text, kind)
 
 
 def test_a_command_in_the_checkout_is_the_checkouts_own() -> None:

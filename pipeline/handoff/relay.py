@@ -15,8 +15,8 @@ typographic marks (quotes and dashes read as ASCII ones); and no word may mix al
 * ``WORDS`` -- the person's own (the task, their last instruction): no finding of the prose rules a skill's text
   is checked with (an order to an agent, a command that fetches and runs code, a secret, a credential file to hand
   on) and no password stated.
-* ``AGENT`` -- what the agent wrote (its open plan items, its unanswered questions, its last message): printable
-  ASCII of at most 200 characters whose every word is an English word, a number, a name of code (``divide``,
+* ``AGENT`` -- what the agent wrote (its open plan items, its unanswered questions, its last message), its Markdown
+  emphasis (``*``) dropped: printable ASCII of at most 320 characters whose every word is an English word, a number, a name of code (``divide``,
   ``divide()``) or a file of the checkout (``tinycalc/cli.py``, ``setup.py``); no flag, no shell character, no
   address; a program named (``make``, ``uvx``, ``pytest`` ...) only as the start of an ordinary project command to
   the clause's end; and the prose rules of ``WORDS``.
@@ -56,7 +56,7 @@ _PATH = re.compile(r"[\w.@+/-]{1,300}")
 _STATED = re.compile(r"\b(?:pass(?:word|wd|phrase|code)?|pwd|secret|token|api[ _-]?key)\b\s*(?:[:=]|\bis\b)\s*"
                      r"(?![\[<(]?REDACTED)[^\s,;]{4,}", re.I)
 #: The agent's words: the characters, and the words, they may be made of.
-_AGENT_CHARS = re.compile(r"[A-Za-z0-9 .,:;!?'\"()/_%#+=-]{0,200}")
+_AGENT_CHARS = re.compile(r"[A-Za-z0-9 .,:;!?'\"()/_%#+=-]{0,320}")
 _AGENT_WORD = re.compile(r"[A-Za-z]+(?:['-][A-Za-z]+){0,3}|\d+(?:\.\d+)*%?|[A-Za-z_]\w{0,60}(?:\(\))?|-{1,2}|#\d+")
 _CLAUSE = re.compile(r"[.;:!?]\s|\s(?:and|then|or)\s|,\s")
 #: What has a closed shape in a tool's output.
@@ -84,11 +84,18 @@ def withheld(value: object) -> str | None:
     return None
 
 
+def form(text: object, kind: str) -> str:
+    """The string a text of ``kind`` is checked as and shown as: ``shown``, and for the agent's words without
+    Markdown emphasis."""
+    flat = shown(text)
+    return re.sub(r"\*+", "", flat).strip() if kind == AGENT else flat
+
+
 def why_not(text: object, kind: str, password: Callable[[str], object] | None = None) -> str | None:
-    """Why ``text`` of ``kind`` may not be quoted in a brief, or None (then quote ``shown(text)``). ``password``
-    finds a password stated in prose (``pipeline.redact.prose_password``; passed in by the brief's writer: the
-    hook that shows a brief imports nothing of redaction)."""
-    text = shown(text)
+    """Why ``text`` of ``kind`` may not be quoted in a brief, or None (then quote ``form(text, kind)``).
+    ``password`` finds a password stated in prose (``pipeline.redact.prose_password``; passed in by the brief's
+    writer: the hook that shows a brief imports nothing of redaction)."""
+    text = form(text, kind)
     if not _characters_allowed(text):
         return "holds characters a brief does not pass on"
     if kind == PATH:
@@ -115,7 +122,7 @@ def relay(text: object, kind: str, password: Callable[[str], object] | None = No
         found = summary(text)
         return found if found else {"withheld": "no error of a known shape in the output"}
     why = why_not(text, kind, password)
-    return shown(text) if why is None else {"withheld": why}
+    return form(text, kind) if why is None else {"withheld": why}
 
 
 def summary(text: object) -> str | None:
