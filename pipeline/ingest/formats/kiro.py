@@ -57,8 +57,8 @@ class KiroCli(TrajectoryFormat):
     protocol_errors = PROTOCOL_ERRORS
 
     def sniff(self, probe: Probe) -> bool:
-        if probe.first_char != "{":
-            return False
+        if probe.first_char != "{" or '"conversation_id"' not in probe.text:
+            return False  # the cue first: a scan of a document's keys is for files that may be Kiro's
         fields = probe.fields
         return "conversation_id" in fields and fields.kind("history") == "array"
 

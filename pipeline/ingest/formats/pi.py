@@ -127,8 +127,8 @@ def _entry(b: TrajectoryBuilder, entry: dict[str, Any], models: Counter[str], pr
         if text.strip():
             b.user(text, timestamp=stamp, meta=True)  # an extension's, not the person's
         return
-    if kind != "message":
-        return
+    if kind != "message" and not isinstance(entry.get("message"), dict):
+        return  # (an entry holding a message is one, whatever a damaged ``type`` says)
     message = entry["message"]
     role = message["role"]
     content = message.get("content")
