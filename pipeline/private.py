@@ -103,7 +103,24 @@ def why_unsafe(folder: Path) -> str | None:
                 return f"{place}, which holds {path}, belongs to another account (uid {info.st_uid})"
             if info.st_mode & 0o002 and not info.st_mode & stat.S_ISVTX:
                 return f"{place}, which holds {path}, may be written by others (mode {stat.S_IMODE(info.st_mode):o})"
+            if info.st_mode & 0o020 and not info.st_mode & stat.S_ISVTX and not _own_group(info.st_gid, uid):
+                return f"{place}, which holds {path}, may be written by its group (gid {info.st_gid}, mode " \
+                       f"{stat.S_IMODE(info.st_mode):o})"
     return None
+
+
+def _own_group(gid: int, uid: int) -> bool:
+    """Whether the group ``gid`` is this user's alone (a user private group: its name is the user's, it has no other
+    members), so its write bit lets nobody else in -- as Debian's ssh allows."""
+    try:
+        import grp
+        import pwd
+
+        user = pwd.getpwuid(uid)
+        group = grp.getgrgid(gid)
+    except (ImportError, KeyError):
+        return False
+    return group.gr_gid == user.pw_gid and group.gr_name == user.pw_name and not set(group.gr_mem) - {user.pw_name}
 
 
 @contextlib.contextmanager

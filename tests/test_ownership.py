@@ -159,3 +159,23 @@ def test_a_long_home_path_still_binds_its_sockets(tmp_path: Path) -> None:
     threading.Thread(target=server.serve, daemon=True).start()
     assert daemon.ask({"query": ""}, timeout=2.0, path=deep / daemon.SOCKET) == []
     server.close()
+
+
+@needs_root
+def test_a_folder_above_that_a_group_may_write_is_refused_unless_the_group_is_the_users_own(tmp_path: Path) -> None:
+    """Round 5's L3: a member of the group could rename the home away and put theirs in its place. A user private
+    group (its name the user's, no other members) lets nobody else in, as Debian's ssh allows."""
+    parent = tmp_path / "shared-group"
+    parent.mkdir()
+    os.chown(parent, os.getuid(), 65534)  # a group of other accounts
+    parent.chmod(0o775)
+    assert "its group" in (private.why_unsafe(parent / "home") or "")
+    os.chown(parent, os.getuid(), os.getgid())  # root's own group here: root's alone
+    import grp
+
+    if grp.getgrgid(os.getgid()).gr_mem:
+        pytest.skip("this machine's own group of the user has other members")
+    assert private.why_unsafe(parent / "home") is None
+    parent.chmod(0o1775)  # sticky, as /tmp: fine whoever the group is
+    os.chown(parent, os.getuid(), 65534)
+    assert private.why_unsafe(parent / "home") is None
