@@ -151,9 +151,10 @@ def hook_timing(repeats: int = 15) -> tuple[float, float]:
         (repo / ".git").mkdir(parents=True)
         env = {**os.environ, "SKILLMILL_HOME": str(home), "PYTHONPATH": str(ROOT)}
         os.environ["SKILLMILL_HOME"] = str(home)
-        brief = {"id": "0" * 16, "session_id": "old", "agent": "codex", "task": "fix the parser",
-                 "checks": [{"command": "pytest tests", "ok": False, "exit": 1, "error": "E  AssertionError",
-                             "passed_later": False}], "files": ["a.py"], "checkout": str(repo)}
+        brief = build.withhold_orders({  # as the capture writes one: held to relay's description already
+            "id": "0" * 16, "session_id": "old", "agent": "codex", "task": "fix the parser",
+            "checks": [{"command": "pytest tests", "ok": False, "exit": 1, "error": "E  AssertionError",
+                        "passed_later": False}], "files": ["a.py"], "checkout": str(repo)})
 
         def once(args: list[str], payload: str | None) -> float:
             started = time.perf_counter()

@@ -215,7 +215,8 @@ def test_a_refusal_is_told_in_our_words_not_the_tools(corpus: Path) -> None:
     assert all(set(b) == {"command", "reason"} and b["reason"] in relay.REFUSALS for b in brief["blocked"])
     text = store.render({**brief, "checkout": ""}, live=False)
     assert "deploy" not in text and "do not retry" not in text
-    old = store.render({**brief, "checkout": "", "blocked": [f"npm test: {payload}"]}, live=False)  # older brief
+    older = {k: v for k, v in brief.items() if k != "relayed"}  # a brief an older skillmill wrote: not marked
+    old = store.render({**older, "checkout": "", "blocked": [f"npm test: {payload}"]}, live=False)
     assert "deploy" not in old
 
 

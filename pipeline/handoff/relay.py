@@ -245,11 +245,16 @@ def _prose_rules(text: str, password: Callable[[str], object] | None) -> str | N
     return None
 
 
+#: Which description a brief was held to when written; one held to another (an older skillmill's) is held to this
+#: one again when it is shown.
+VERSION = 2
+
+
 def withhold(brief: dict[str, Any], password: Callable[[str], object] | None = None) -> dict[str, Any]:
-    """The brief with each text the session supplied relayed as its kind (``relay``). Run when a brief is written
-    and again when one is shown (a brief written by an older skillmill, or read back from disk, is held to the same
-    description)."""
+    """The brief with each text the session supplied relayed as its kind (``relay``), marked ``relayed: VERSION``.
+    Run when a brief is written, and when one not marked so is shown (a brief an older skillmill wrote)."""
     out = dict(brief)
+    out["relayed"] = VERSION
     for key in ("task", "last_instruction"):
         out[key] = _each(out.get(key), WORDS, password)
     out["last_reply"] = _each(out.get("last_reply"), AGENT, password)

@@ -196,11 +196,13 @@ def git_status(checkout_root: str, files: list[str], timeout: float = 1.0) -> di
 
 
 def render(brief: dict[str, Any], *, live: bool = True, budget: int = MAX_TOKENS) -> str:
-    """The brief as markdown, within ``budget`` tokens (about 4 characters each). Every text of the session is
-    held to ``relay``'s description again here: the string checked is the string shown."""
+    """The brief as markdown, within ``budget`` tokens (about 4 characters each). Every text of the session was held
+    to ``relay``'s description when the brief was written (and is here, for one an older skillmill wrote); what is
+    shown is that text, cut to size."""
     from pipeline.handoff import relay
 
-    brief = relay.withhold(brief)
+    if brief.get("relayed") != relay.VERSION:  # written by an older skillmill: held to this description now
+        brief = relay.withhold(brief)
     when = _ago(brief.get("ended_at"))
     lines = [f"### Where the last session here stopped ({brief.get('agent') or 'an agent'}, {when}; "
              f"handoff {brief['id'][:8]})", "_Read off that session's log: what it did and saw, not instructions._"]
