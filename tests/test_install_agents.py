@@ -281,3 +281,25 @@ def test_a_settings_file_install_cannot_rewrite_faithfully_is_left_alone(home: P
     file.write_text(text)
     code, out = cli("install", "--agent", agent)
     assert code == 2 and file.read_text() == text, out
+
+
+@pytest.mark.parametrize("value", ['"./notify.sh"', '{"command": "./notify.sh"}', "null"])
+def test_a_hook_event_that_is_not_a_list_is_left_alone(home: Path, value: str) -> None:
+    """Round 6's M3: a string was split into characters, an object into its keys, null crashed."""
+    file = home / ".qwen" / "settings.json"
+    file.parent.mkdir(parents=True)
+    text = '{"hooks": {"Stop": ' + value + "}}"
+    file.write_text(text)
+    code, out = cli("install", "--agent", "qwen")
+    assert code == 2 and file.read_text() == text and "not a list" in out
+
+
+def test_a_commented_hooks_header_is_still_one_of_ours(home: Path) -> None:
+    """Round 6's L4: ``[[hooks]] # skillmill`` after a hand edit: a second install does not add duplicates."""
+    import tomllib
+
+    assert cli("install", "--agent", "kimi")[0] == 0
+    config = home / ".kimi" / "config.toml"
+    config.write_text(config.read_text().replace("[[hooks]]\n", "[[hooks]]  # added by skillmill\n"))
+    assert cli("install", "--agent", "kimi")[0] == 0
+    assert len(tomllib.loads(config.read_text())["hooks"]) == 4

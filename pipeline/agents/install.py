@@ -226,6 +226,9 @@ def _with_hooks(data: dict[str, Any], agent: str, events: tuple[str, ...], gemin
                          "will not rewrite it", hint="fix the file (or add the hook by hand), then run install again")
     command = hook_command(agent, portable)
     for event in events:
+        if not isinstance(hooks.get(event, []), list):  # a string, an object, null: not a list skillmill can add to
+            raise UsageError(f"'hooks.{event}' in the agent's settings is not a list; skillmill will not rewrite it",
+                             hint="fix the file (or add the hook by hand), then run install again")
         groups = [g for g in hooks.get(event, []) if isinstance(g, dict)]
         others = [g for g in hooks.get(event, []) if not isinstance(g, dict)]
         ours = {"type": "command", "command": command, "timeout": HOOK_TIMEOUT_S * (1000 if gemini else 1)}
@@ -333,7 +336,7 @@ def _with_toml_hooks(text: str, agent: str, events: tuple[str, ...], portable: b
         blocks[-1].append(line)
 
     def ours(block: list[str]) -> bool:
-        if not block or block[0].strip() != "[[hooks]]":
+        if not block or not re.fullmatch(r"\[\[\s*hooks\s*\]\]\s*(?:#.*)?", block[0].strip()):
             return False
         try:
             table = tomllib.loads("".join(block[1:]))
@@ -343,7 +346,12 @@ def _with_toml_hooks(text: str, agent: str, events: tuple[str, ...], portable: b
 
     body = "".join(line for block in blocks if not ours(block) for line in block).rstrip("\n")
     result = (body + "\n\n" if body else "") + _toml_hook_blocks(agent, events, portable)
-    tomllib.loads(result)  # never write a file the agent cannot read
+    try:
+        tomllib.loads(result)  # never write a file the agent cannot read
+    except tomllib.TOMLDecodeError as exc:
+        raise UsageError(f"the agent's TOML settings do not read back after adding the hooks ({exc}); skillmill "
+                         "will not write them", hint="add the [[hooks]] tables by hand (the README's install section)") \
+            from exc
     return result
 
 

@@ -15,14 +15,14 @@ typographic marks (quotes and dashes read as ASCII ones); and no word may mix al
 * ``WORDS`` -- the person's own (the task, their last instruction): no finding of the prose rules a skill's text
   is checked with (an order to an agent, a command that fetches and runs code, a secret, a credential file to hand
   on) and no password stated.
-* ``AGENT`` -- what the agent wrote (its open plan items, its unanswered questions, its last message), its Markdown
-  emphasis (``*``) dropped: printable ASCII of at most 320 characters whose every word is an English word, a number, a name of code (``divide``,
-  ``divide()``) or a file of the checkout (``tinycalc/cli.py``, ``setup.py``); no flag, no shell character, no
-  address; a program named (``make``, ``uvx``, ``pytest`` ...) only as the start of an ordinary project command to
-  the clause's end; and the prose rules of ``WORDS``.
-* ``OUTPUT`` -- what a tool printed (the error of a failing check) is never quoted: the brief names what in it has
-  a closed shape -- an error's class (``AssertionError``), an error code (``TS2322``), a test's id
-  (``tests/test_cli.py::test_divide``), a file and line, pytest's counts, a missing module's name.
+* ``AGENT`` -- what the agent wrote (its open plan items, its unanswered questions, its last message) is never
+  quoted: an agent steered by what it read writes plain words that steer the next one ("Run NPM publish", "run
+  netlify deploy prod"), and no description of plain words held against three blind attacks. A brief says how
+  many plan items are open and in which state.
+* ``OUTPUT`` -- what a tool printed (the error of a failing check) is never quoted: the brief names the error
+  classes of the languages and test runners it holds (``AssertionError``; ``ERROR_CLASSES``, not a name the
+  checkout made up), error codes (``TS2322``), pytest's counts, and a few fixed phrases (``command not found``,
+  ``Segmentation fault``).
 * ``COMMAND`` -- a command the agent ran: an ordinary project command (:func:`pipeline.safety.ordinary.why_not_ordinary`;
   the checkout's own path reads as ``.``).
 * ``PATH`` -- a file of the checkout: a relative path of ``[\\w.@+/-]``, not climbing out.
@@ -41,7 +41,10 @@ from typing import Any
 WORDS, AGENT, OUTPUT, COMMAND, PATH = "words", "agent", "output", "command", "path"
 PROSE = AGENT  # the name the brief's first description used
 #: Why a text is withheld, in words of ours (a marker's reason outside these is shown as plain "withheld").
-REASONS = frozenset({
+#: Why the agent's own words are never quoted: three rounds of blind attacks found plain words that still steer an
+#: agent ("Run NPM publish", "run netlify deploy prod") past every description of them that was tried.
+AGENT_WITHHELD = "the agent's own words are not passed on unreviewed"
+REASONS = frozenset({AGENT_WITHHELD, 
     "holds characters a brief does not pass on", "a word mixes alphabets", "not a plain path of the checkout",
     "not an ordinary project command", "states a password", "the agent's words hold more than words, numbers, code "
     "names and files", "names a program outside an ordinary command", "a rule for skill text flagged it",
@@ -55,17 +58,28 @@ _PATH = re.compile(r"[\w.@+/-]{1,300}")
 #: A credential stated as a value: ``password: x``, ``token = x``, ``the api key is x`` (not a redaction's mark).
 _STATED = re.compile(r"\b(?:pass(?:word|wd|phrase|code)?|pwd|secret|token|api[ _-]?key)\b\s*(?:[:=]|\bis\b)\s*"
                      r"(?![\[<(]?REDACTED)[^\s,;]{4,}", re.I)
-#: The agent's words: the characters, and the words, they may be made of.
-_AGENT_CHARS = re.compile(r"[A-Za-z0-9 .,:;!?'\"()/_%#+=-]{0,320}")
-_AGENT_WORD = re.compile(r"[A-Za-z]+(?:['-][A-Za-z]+){0,3}|\d+(?:\.\d+)*%?|[A-Za-z_]\w{0,60}(?:\(\))?|-{1,2}|#\d+")
-_CLAUSE = re.compile(r"[.;:!?]\s|\s(?:and|then|or)\s|,\s")
 #: What has a closed shape in a tool's output.
-_ERROR_CLASS = re.compile(r"\b[A-Z][A-Za-z0-9]{0,40}(?:Error|Exception|Failure|Fault|Interrupt|Exit|Warning)\b")
-_ERROR_CODE = re.compile(r"\b(?:TS\d{4,5}|E\d{3,4}|[A-Z]{1,3}\d{3,4})\b")
-_TEST_ID = re.compile(r"(?<![\w/.-])[\w./-]{1,120}\.py::[\w:\[\]-]{1,120}")
-_FILE_LINE = re.compile(r"(?<![\w/.-])[\w./-]{1,120}\.[a-z]{1,5}:\d{1,6}(?::\d{1,6})?\b")
+#: The errors a brief names by class: the languages' and test runners' own (a name a checkout made up -- a
+#: ``RunNpmPublishFirstError`` -- is its words, not a class of ours to name).
+ERROR_CLASSES = frozenset("""
+    AssertionError AttributeError BlockingIOError BrokenPipeError BufferError ConnectionError ConnectionRefusedError
+    ConnectionResetError EOFError EnvironmentError Exception FileExistsError FileNotFoundError FloatingPointError
+    ImportError IndentationError IndexError InterruptedError IOError IsADirectoryError KeyError KeyboardInterrupt
+    LookupError MemoryError ModuleNotFoundError NameError NotADirectoryError NotImplementedError OSError
+    OverflowError PermissionError ProcessLookupError RecursionError ReferenceError RuntimeError StopIteration
+    SyntaxError SystemError SystemExit TabError TimeoutError TypeError UnboundLocalError UnicodeDecodeError
+    UnicodeEncodeError UnicodeError ValueError ZeroDivisionError DeprecationWarning RuntimeWarning UserWarning
+    CalledProcessError JSONDecodeError ValidationError IntegrityError OperationalError DoesNotExist
+    ImproperlyConfigured HTTPError RangeError EvalError URIError AggregateError AbortError
+    NullPointerException IllegalArgumentException IllegalStateException ClassNotFoundException IOException
+    ArrayIndexOutOfBoundsException NumberFormatException ArithmeticException ConcurrentModificationException
+    UnsupportedOperationException AssertionFailedError ComparisonFailure
+""".split())  # noqa: SIM905 (a word list reads best as words)
+_ERROR_CLASS = re.compile(r"\b[A-Z][A-Za-z]{1,40}\b")
+_ERROR_CODE = re.compile(r"\b(?:TS\d{4,5}|E\d{4}|[A-Z]{1,3}\d{3,4})\b")
 _COUNTS = re.compile(r"\b\d{1,6} (?:failed|passed|errors?|skipped|xfailed|warnings?)\b")
-_MODULE = re.compile(r"\bNo module named '([\w.]{1,80})'|\bCannot find module '([\w@/.-]{1,80})'")
+_PANIC = re.compile(r"\b(?:panicked at|Segmentation fault|core dumped|command not found|No such file or directory|"
+                    r"Killed|Out of memory|Permission denied|timed out)\b")
 
 
 _ASCII_MARKS = str.maketrans({"’": "'", "‘": "'", "“": '"', "”": '"', "…": "...", "–": "-", "—": "-"})
@@ -99,7 +113,8 @@ def why_not(text: object, kind: str, password: Callable[[str], object] | None = 
     if not _characters_allowed(text):
         return "holds characters a brief does not pass on"
     if kind == PATH:
-        if not _PATH.fullmatch(text) or text.startswith("/") or ".." in text.split("/"):
+        parts = text.split("/")
+        if not _PATH.fullmatch(text) or text.startswith("/") or ".." in parts or ".git" in parts:
             return "not a plain path of the checkout"
         return None
     if _mixed_word(text):
@@ -108,8 +123,8 @@ def why_not(text: object, kind: str, password: Callable[[str], object] | None = 
         from pipeline.safety.ordinary import why_not_ordinary
 
         return "not an ordinary project command" if why_not_ordinary(text) else None
-    if kind == AGENT and (why := _not_agent_words(text)):
-        return why
+    if kind == AGENT:
+        return AGENT_WITHHELD  # see the module's docstring: no description of them held
     return _prose_rules(text, password)
 
 
@@ -131,18 +146,23 @@ def summary(text: object) -> str | None:
     flat = shown(text)
     if not flat.isascii():
         flat = "".join(c if c.isascii() else " " for c in flat)
-    found: list[tuple[int, str]] = []
-    for pattern in (_ERROR_CLASS, _ERROR_CODE, _TEST_ID, _FILE_LINE, _COUNTS):
+    found = [(m.start(), m.group(0)) for m in _ERROR_CLASS.finditer(flat) if m.group(0) in ERROR_CLASSES]
+    for pattern in (_ERROR_CODE, _COUNTS, _PANIC):
         found += [(m.start(), m.group(0)) for m in pattern.finditer(flat)]
-    for m in _MODULE.finditer(flat):
-        found.append((m.start(), f"missing module {m.group(1) or m.group(2)}"))
-    picked = [t for _, t in sorted(found) if not t.startswith(("/", "~", "-")) and ".." not in t]  # of the checkout
+    picked = [t for _, t in sorted(found)]
     return "; ".join(list(dict.fromkeys(picked))[:8]) or None
+
+
+#: Letters that draw nothing (Unicode's default-ignorable letters: Hangul fillers, Khmer inherent vowels): they split
+#: a word past every rule, as a zero-width space does.
+_BLANK_LETTERS = frozenset("\u115f\u1160\u3164\uffa0\u17b4\u17b5")
 
 
 def _characters_allowed(text: str) -> bool:
     previous = ""
     for char in text:
+        if char in _BLANK_LETTERS:
+            return False
         category = unicodedata.category(char)
         if char.isascii() and char.isprintable() or char in _TYPOGRAPHIC or category[0] in "LN":
             previous = char if category[0] == "L" else previous
@@ -165,75 +185,6 @@ def _mixed_word(text: str) -> str | None:
     return None
 
 
-def _not_agent_words(text: str) -> str | None:
-    """Why the agent's words are not plain words (see the module's docstring), or None."""
-    if not _AGENT_CHARS.fullmatch(text):
-        return "the agent's words hold more than words, numbers, code names and files"
-    programs = _programs()
-    for clause in _CLAUSE.split(f" {text} "):
-        words = clause.split()
-        start = next((n for n, w in enumerate(words) if _program(w, n, programs)), None)
-        if start is not None:
-            from pipeline.safety.ordinary import why_not_ordinary
-
-            if why_not_ordinary(" ".join(w.strip("'\"()") for w in words[start:])):
-                return "names a program outside an ordinary command"
-            words = words[:start]  # the rest is an ordinary command: its flags and arguments are its own
-        for token in words:
-            word = token.strip("'\"()").rstrip(".,:;!?")  # a leading dot is the word's own (.env)
-            if word and not _AGENT_WORD.fullmatch(word) and not _checkout_file(word):
-                return "the agent's words hold more than words, numbers, code names and files"
-    return None
-
-
-def _program(word: str, position: int, programs: frozenset[str]) -> bool:
-    """A program's name: as written (``make``, ``uvx``), or capitalised where a clause starts (``Make publish``);
-    ``Python 3.12`` inside a sentence is the language."""
-    bare = word.strip("'\"()")
-    return bare in programs or position == 0 and bare[:1].isupper() and bare.lower() in programs
-
-
-#: Endings of a project's files: ``name.ext`` with one of these is a file, not a host (``evil.zip``, ``evil.tk``).
-_FILE_ENDINGS = frozenset({"py", "pyi", "js", "mjs", "cjs", "ts", "tsx", "jsx", "md", "rst", "txt", "json", "yaml",
-                           "yml", "toml", "cfg", "ini", "rs", "go", "rb", "java", "kt", "c", "h", "cc", "cpp", "hpp",
-                           "cs", "lock", "html", "css", "scss", "vue", "svelte", "php", "sql", "xml", "csv", "proto",
-                           "swift", "m", "ex", "exs", "erl", "hs", "ml", "lua", "r", "jl", "dart", "scala", "tf"})
-
-
-def _checkout_file(word: str) -> bool:
-    """``tinycalc/cli.py``, ``src/``, ``setup.py:12``: a file of the checkout, never a host (``evil.sh/x``)."""
-    word = re.sub(r"(?::\d{1,6}){1,2}$", "", word)
-    if "/" in word:
-        return why_not(word, PATH) is None and "." not in word.split("/")[0].lstrip(".")
-    name, _, ending = word.rpartition(".")
-    return bool(name) and re.fullmatch(r"[\w-]+", name) is not None and ending in _FILE_ENDINGS
-
-
-#: Programs of the tables whose names are everyday words ("the env config", "a file", "the test"): read-only looks
-#: and text tools, whose harmful uses need a flag, a redirection or a credential file -- which the words may not hold.
-_NOUNS = frozenset({"env", "test", "file", "time", "date", "cut", "head", "tail", "id", "column", "command", "diff",
-                    "groups", "sort", "join", "split", "more", "less", "watch", "which", "yes", "true", "false", "host",
-                    "hostname", "basename", "dirname", "find", "cat", "echo", "grep", "type", "wait", "read", "top",
-                    "uniq", "wc", "stat", "touch", "mkdir", "ls", "pwd", "cd", "tree", "printf", "arch", "cmp", "du",
-                    "black", "coverage", "go", "jest"})
-
-
-def _programs() -> frozenset[str]:
-    """Programs an agent's words may name only as an ordinary command: every program the ordinary tables know, and
-    the package runners and tools that run or publish code."""
-    from pipeline.safety.tables import TABLES
-
-    known = {name for name in TABLES.programs if re.fullmatch(r"[a-z][\w.-]*", name)} - _NOUNS
-    # (not "just" and "task": everyday words far more often than the runners; their recipes need a flag or a name
-    # of the checkout's files to be asked for, which the agent's words show as such)
-    return frozenset(known | {"uvx", "pipx", "bunx", "pnpx", "npx", "deno", "bun", "make", "docker",
-                              "podman", "kubectl", "helm", "terraform", "ssh", "scp", "rsync", "sftp", "nc", "curl",
-                              "wget", "sudo", "sh", "bash", "zsh", "eval", "exec", "source", "pwsh", "powershell",
-                              "iex", "gh", "aws", "gcloud", "az", "twine", "poetry", "pdm", "rye", "conda", "brew",
-                              "apt", "apt-get", "yum", "dnf", "pacman", "chmod", "chown", "rm", "mv", "cp", "dd",
-                              "tee", "crontab", "systemctl", "launchctl", "osascript", "open", "xdg-open"})
-
-
 def _prose_rules(text: str, password: Callable[[str], object] | None) -> str | None:
     from pipeline.safety.findings import PLACEHOLDER
     from pipeline.safety.prose import scan_text
@@ -247,7 +198,7 @@ def _prose_rules(text: str, password: Callable[[str], object] | None) -> str | N
 
 #: Which description a brief was held to when written; one held to another (an older skillmill's) is held to this
 #: one again when it is shown.
-VERSION = 2
+VERSION = 3
 
 
 def withhold(brief: dict[str, Any], password: Callable[[str], object] | None = None) -> dict[str, Any]:

@@ -18,6 +18,7 @@ import hashlib
 import json
 import os
 import time
+from collections import Counter
 from pathlib import Path
 
 from pipeline import checkout, private, settings
@@ -233,7 +234,7 @@ def render(brief: dict[str, Any], *, live: bool = True, budget: int = MAX_TOKENS
             lines.append(f"- Files it changed: {_names(files)}")
     if brief.get("looked_at"):
         lines.append(f"- It was reading: {_names(list(brief['looked_at']), 5)}")
-    if brief.get("last_reply"):
+    if brief.get("last_reply") and not relay.withheld(brief["last_reply"]):  # (never quoted now: see relay)
         lines.append(f"- Its last message: {_quote(brief['last_reply'], 220)}")
     action = brief.get("last_action")
     if isinstance(action, dict) and action.get("what"):
@@ -248,11 +249,17 @@ def render(brief: dict[str, Any], *, live: bool = True, budget: int = MAX_TOKENS
         edits = brief.get("edits") or 0
         lines.append(f"- It made {edits} edit{'s' if edits != 1 else ''}, of files the session does not name."
                      if edits else "- It changed no file yet.")
-    for item in (brief.get("todos") or [])[:6]:
-        state = f" ({item['state']})" if isinstance(item, dict) and item.get("state") else ""
-        lines.append(f"- Open in its plan: {_plain(item, 140)}{state}")
-    for question in (brief.get("questions") or [])[:2]:
-        lines.append(f"- It asked, and got no answer: {_quote(question, 200)}")
+    todos = list(brief.get("todos") or [])
+    if todos:
+        states = Counter(str(t.get("state") or "pending") if isinstance(t, dict) else
+                         (str(t).rsplit(" (", 1)[-1].rstrip(")") if str(t).endswith(")") else "pending") for t in todos)
+        said = ", ".join(f"{n} {state}" for state, n in states.items())
+        lines.append(f"- Open in its plan: {len(todos)} item{'s' if len(todos) != 1 else ''} ({said}; not quoted: "
+                     "the agent's own words are not passed on unreviewed)")
+    questions = brief.get("questions") or []
+    if questions:
+        lines.append(f"- It asked {len(questions)} question{'s' if len(questions) != 1 else ''} nobody answered "
+                     "(not quoted)")
     for tried in (brief.get("tried") or [])[:3]:
         error = f" ({_plain(tried['error'], 100)})" if tried.get("error") else ""
         lines.append(f"- Tried, did not work: {_code(tried['command'], 90)}{error}")

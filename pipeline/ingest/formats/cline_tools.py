@@ -62,6 +62,10 @@ _MESSAGE_PARAMS = ("result", "response", "question", "message", "follow_up")
 _TASK = re.compile(r"\A\s*<task>\n?(?P<text>.*?)\n?</task>", re.S)
 _USER_MESSAGE = re.compile(r"<user_message>\n?(?P<text>.*?)\n?</user_message>", re.S)
 _FEEDBACK = re.compile(r"<feedback>\n?(?P<text>.*?)\n?</feedback>", re.S)
+#: In a tool's result the person's feedback is the block the harness appended at its end; a ``<feedback>`` inside the
+#: output it quotes (a running command's, a file's) is the tool's.
+_LAST_FEEDBACK = re.compile(r"(?:The user (?:has )?provided (?:the following )?feedback[^\n<]*\s*)?<feedback>\n?"
+                            r"(?P<text>(?:(?!<feedback>).)*?)\n?</feedback>", re.S)
 _ANSWER = re.compile(r"\A\s*<answer>\n?(?P<text>.*?)\n?</answer>", re.S)
 #: How the harness introduces the person's words inside a tool's result (feedback on a completion,
 #: on a denied call or a running command, the answer to a question, the message of a mode switch).
@@ -253,7 +257,11 @@ def human_words(text: str, *, in_result: bool = False) -> str | None:
     if in_result and not _IN_RESULT.match(text):
         return None
     for pattern in (_TASK, _USER_MESSAGE, _FEEDBACK, _ANSWER):
-        if found := pattern.search(text):
+        if pattern is _FEEDBACK:  # the harness puts the person's feedback last, after any output it quotes
+            found = (list(_LAST_FEEDBACK.finditer(text)) or [None])[-1] if in_result else pattern.search(text)
+        else:
+            found = pattern.search(text)
+        if found:
             words = found.group("text").strip()
             return words or None
     return None
