@@ -24,7 +24,10 @@ typographic marks (quotes and dashes read as ASCII ones); and no word may mix al
   checkout made up), error codes (``TS2322``), pytest's counts, and a few fixed phrases (``command not found``,
   ``Segmentation fault``).
 * ``COMMAND`` -- a command the agent ran: an ordinary project command (:func:`pipeline.safety.ordinary.why_not_ordinary`;
-  the checkout's own path reads as ``.``).
+  the checkout's own path reads as ``.``), shown in words of ours (:func:`pipeline.safety.ours.shape`): its
+  programs, subcommands, flags and the values the tables name, numbers and plain paths of the checkout; a test id,
+  a ``-k`` expression, a grep pattern, ``echo`` text, a package's name are ``...`` (the checkout's words, which
+  an ordinary command may still carry: ``pytest tests/x.py::test_needs_pip_install_evil``).
 * ``PATH`` -- a file of the checkout: a relative path of ``[\\w.@+/-]``, not climbing out.
 
 What does not fit is stored as ``{"withheld": why}`` -- an object no session text can be -- and shown as
@@ -137,7 +140,13 @@ def relay(text: object, kind: str, password: Callable[[str], object] | None = No
         found = summary(text)
         return found if found else {"withheld": "no error of a known shape in the output"}
     why = why_not(text, kind, password)
-    return form(text, kind) if why is None else {"withheld": why}
+    if why is not None:
+        return {"withheld": why}
+    if kind == COMMAND:
+        from pipeline.safety.ours import shape
+
+        return shape(form(text, kind))
+    return form(text, kind)
 
 
 def summary(text: object) -> str | None:
@@ -198,7 +207,7 @@ def _prose_rules(text: str, password: Callable[[str], object] | None) -> str | N
 
 #: Which description a brief was held to when written; one held to another (an older skillmill's) is held to this
 #: one again when it is shown.
-VERSION = 3
+VERSION = 4
 
 
 def withhold(brief: dict[str, Any], password: Callable[[str], object] | None = None) -> dict[str, Any]:

@@ -326,6 +326,14 @@ def _balanced(s: str, i: int, owner: _Tokenizer) -> tuple[str, int]:
 
 
 # -- commands -------------------------------------------------------------------------------
+def tokens(text: str) -> list[Word | str]:
+    """TEXT's words and operators in order (``&&``, ``|``, ``2>`` ...), as the shell splits it; never raises."""
+    try:
+        return _Tokenizer(_PLACEHOLDER.sub(r"\\<\1\\>", str(text)[:MAX_TEXT])).run()
+    except (RecursionError, IndexError, ValueError, StopIteration):
+        return [Word(w, w) for w in str(text).split()]
+
+
 def parse(text: str, depth: int = 0, budget: list[int] | None = None) -> Script:
     """Read TEXT as a shell would split it. Never raises; see ``Script.exact``."""
     text = text if isinstance(text, str) else str(text)

@@ -111,8 +111,8 @@ class TrajectoryBuilder:
         return index
 
     def user(self, text: str, *, timestamp: Any = None, meta: bool = False, sidechain: bool = False) -> int:
-        """A user turn; one that is skillmill's own hook context handed back is the CLI's (``meta``)."""
-        return self._add(StepKind.USER, text, timestamp, meta=meta or voice.is_ours(text), sidechain=sidechain)
+        """A user turn; one in skillmill's or an agent's harness's voice (``voice.is_harness``) is the CLI's (``meta``)."""
+        return self._add(StepKind.USER, text, timestamp, meta=meta or voice.is_harness(text), sidechain=sidechain)
 
     def assistant(self, text: str, *, timestamp: Any = None, sidechain: bool = False) -> int:
         return self._add(StepKind.ASSISTANT, text, timestamp, sidechain=sidechain)

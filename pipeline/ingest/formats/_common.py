@@ -137,7 +137,7 @@ def typed_part(prompt: str) -> str:
 
 def pick_task(prompts: list[str]) -> str | None:
     """The first prompt that asks for something; a greeting or "show tools" opener is not the task."""
-    prompts = [p for p in prompts if not voice.is_ours(p)]  # skillmill's own hook context, handed back
+    prompts = [p for p in prompts if not voice.is_harness(p)]  # skillmill's or the harness's words, not the person's
     for prompt in prompts:
         if prompt.strip() and not _CHATTER.match(prompt):
             return prompt

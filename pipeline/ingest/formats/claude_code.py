@@ -50,6 +50,7 @@ from typing import Any
 
 import orjson
 
+from pipeline import voice
 from pipeline.ingest.base import TrajectoryFormat
 from pipeline.ingest.formats._common import add_record
 from pipeline.ingest.identity import Identity
@@ -65,11 +66,6 @@ _ENTRY_TYPES = {"user", "assistant", "system", "summary", "file-history-snapshot
 _EXIT_CODE = re.compile(r"^Exit code (-?\d+)")
 _COMMAND_NAME = re.compile(r"<command-name>(.*?)</command-name>", re.S)
 _COMMAND_ARGS = re.compile(r"<command-args>(.*?)</command-args>", re.S)
-#: Text Claude Code puts in *user* entries that no person typed.
-_INJECTED = ("<local-command-stdout>", "<local-command-stderr>", "<local-command-caveat>", "<system-reminder>",
-             "<command-message>", "Caveat: The messages below were generated", "<user-prompt-submit-hook>",
-             "<bash-stdout>", "<bash-input>", "<bash-stderr>", "<bash-notification>", "<task-notification>",
-             "[Request interrupted by user")
 #: Tool results that mean the tool never ran: the person said no, or the input was invalid.
 _NOT_RUN = ("The user doesn't want to proceed with this tool use", "The user doesn't want to take this action",
             "Claude requested permissions to", "Permission to use", "<tool_use_error>")
@@ -464,7 +460,7 @@ class _Session:
             command = name.group(1).strip()
             text = f"{command} {args.group(1).strip() if args else ''}".strip()
             meta = meta or command in _SESSION_COMMANDS
-        elif head.startswith(_INJECTED):
+        elif voice.is_harness(head):  # text Claude Code puts in user entries that no person typed
             meta = True
         self.builder.user(text, timestamp=stamp, meta=meta, sidechain=sidechain)
 

@@ -34,6 +34,7 @@ from datetime import datetime
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from pipeline import voice
 from pipeline.ingest.base import TrajectoryFormat
 from pipeline.ingest.formats._common import (
     BadShape,
@@ -67,9 +68,6 @@ _ROLLOUT_HEAD = re.compile(rb'^\s*\{\s*"timestamp"\s*:\s*"[^"]*"\s*,\s*"type"\s*
 #: Tools that run a shell command and whose output holds (or is joined to) an exit code.
 _SHELLS = {"exec_command", "shell", "shell_command", "local_shell", "container.exec"}
 _SHELL_BINARIES = {"bash", "sh", "zsh", "dash", "ksh", "fish"}
-_INJECTED = re.compile(r"^\s*(# AGENTS\.md instructions|<INSTRUCTIONS>|<environment_context>|<user_instructions>|"
-                       r"<permissions instructions>|<collaboration_mode>|<skills_instructions>|<turn_aborted>|"
-                       r"<user_shell_command>|<developer_instructions>|<personality_spec>|<apps_instructions>)")
 _IDE_REQUEST = "## My request for Codex:"
 _EXIT = re.compile(r"^(?:Exit code|Process exited with code):?\s*(-?\d+)\s*$", re.M)
 _RUNNING = re.compile(r"^Process running with session ID (\d+)\s*$", re.M)
@@ -220,7 +218,7 @@ class _Rollout:
                 self._flush_users()
                 if text.strip():
                     self.b.assistant(text, timestamp=stamp)
-            elif role == "user" and not self.saw_user_event and text.strip() and not _INJECTED.match(text):
+            elif role == "user" and not self.saw_user_event and text.strip() and not voice.is_harness(text):
                 self.pending_users.append((text, stamp))
         elif kind in _CALLS:
             self._flush_users()
@@ -275,7 +273,7 @@ class _Rollout:
             text = f"{text}\n[{images} image{'s' if images > 1 else ''} attached]".strip()
         if not text.strip():
             return
-        meta = event.get("kind") not in (None, "plain") or bool(_INJECTED.match(text))
+        meta = event.get("kind") not in (None, "plain") or voice.is_harness(text)
         self.b.user(text, timestamp=stamp, meta=meta)
         if not meta:
             self.prompts.append(_request(text))

@@ -37,6 +37,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from pipeline import voice
 from pipeline.ingest.base import TrajectoryFormat
 from pipeline.ingest.formats._common import (
     SHAPE_ERRORS,
@@ -81,8 +82,6 @@ PROTOCOL_ERRORS = re.compile(
 #: ``{"history": [{"role": "user", "parts": ...`` (SWE-agent's ``history`` holds ``{role, content}``).
 _HISTORY = re.compile(r'^\s*\{\s*"history"\s*:\s*\[\s*(?:\]\s*,\s*"authType"|'
                       r'\{\s*(?:"role"\s*:\s*"(?:user|model)"\s*,\s*)?"parts"\s*:)')
-_CONTEXT_OPENER = re.compile(r"^\s*(?:<session_context>\s*)?This is the Gemini CLI\. We are setting up the context "
-                             r"for our chat\.")
 _CONTEXT_CWD = re.compile(r"I'm currently working in the directory: (\S[^\n]*)|Workspace Directories:\*\*\s*\n\s*- (\S[^\n]*)")
 _ASSISTANT_TYPES = {"gemini", "model"}
 _NOTICE_TYPES = {"info", "error", "warning"}
@@ -310,7 +309,7 @@ def _history(path: Path, history: list[Any], report: FileReport) -> Trajectory |
                     _history_call(b, call, f"{position}:{len(b.steps)}", open_calls)
         elif role == "user":
             if text:
-                meta = bool(_CONTEXT_OPENER.match(text))
+                meta = voice.is_harness(text)
                 b.user(text, meta=meta)
                 if not meta:
                     prompts.append(text)

@@ -30,6 +30,7 @@ from typing import Any
 
 import orjson
 
+from pipeline import voice
 from pipeline.ingest.base import TrajectoryFormat
 from pipeline.ingest.formats._common import (
     as_dict,
@@ -60,7 +61,6 @@ _FAILED_STATUS = frozenset({"error", "stuck"})
 PROTOCOL_ERRORS = re.compile(rf"\A\s*(?:Tool '[^'\n]+' not found\. Available:|Error validating tool '[^'\n]+':)|"
                              rf"(?:{V0_PROTOCOL_ERRORS.pattern})")
 #: Messages the SDK itself sends as the user (agent.py): the model's output was blocked by a content filter.
-_HARNESS_PROMPT = re.compile(r"\A\s*Your previous response was blocked by the model's content filter")
 #: First keys of a serialized event or conversation state (pydantic writes fields in class order).
 _FIRST_KEYS = frozenset({"id", "kind", "timestamp", "source", "agent", "workspace", "persistence_dir"})
 _EVENT_FILE = re.compile(r"^event-(\d+)(?:-[\w-]+)?\.json$")
@@ -201,7 +201,7 @@ class _Conversation:
             if not text.strip():
                 return
             if as_str(event.get("source")) == "user" or message.get("role") == "user":
-                harness = bool(_HARNESS_PROMPT.match(text))
+                harness = voice.is_harness(text)
                 self.b.user(text, timestamp=stamp, meta=harness)
                 if not harness:
                     self.prompts.append(text)
