@@ -152,8 +152,10 @@ def test_a_qwen_session_that_stopped_on_a_failing_run_leaves_a_brief(tmp_path: P
     failing = next(i for i, line in enumerate(lines) if '"uuid":"r-005"' in line)  # pytest failed, then quit
     transcript = tmp_path / SESSION.name
     transcript.write_text("\n".join(lines[:failing + 1]).replace("/home/dev/tinycalc", str(repo)) + "\n")
-    outcome = capture.one({"transcript_path": str(transcript), "session_id": records()[0]["sessionId"],
-                           "cwd": str(repo)}, store_trajectories=False)
+    entry = {"agent": "qwen", "transcript_path": str(transcript), "session_id": records()[0]["sessionId"],
+             "cwd": str(repo)}
+    assert capture.one({**entry, "agent": "claude-code"}, store_trajectories=False)["handoff"] is None  # not its
+    outcome = capture.one(entry, store_trajectories=False)
     assert outcome["handoff"], outcome
     [brief] = store.for_checkout(str(repo))
     assert brief["agent"] == "qwen-code" and "python -m pytest -q tests" in store.render(brief)

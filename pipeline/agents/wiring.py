@@ -120,6 +120,13 @@ class Agent:
     #: What install leaves out for this agent, and why (shown in its plan; the second only with --project).
     notes: tuple[str, ...] = field(default_factory=tuple)
     project_notes: tuple[str, ...] = field(default_factory=tuple)
+    #: The agent its session files name (the formats' ``agent``), where it differs from ``name``: its hook's
+    #: transcript is read only as one of those formats.
+    sessions: str | None = None
+
+    @property
+    def session_agent(self) -> str:
+        return self.sessions or self.name
 
 
 def _vscode_user() -> str:
@@ -147,7 +154,7 @@ def agents() -> dict[str, Agent]:
               executables=("claude",)),
         Agent("codex", "Codex", ".agents/skills", ".agents/skills", homes=(".codex",), executables=("codex",)),
         Agent("gemini", "Gemini CLI", ".gemini/skills", ".gemini/skills", homes=(".gemini",),
-              executables=("gemini",)),
+              executables=("gemini",), sessions="gemini-cli"),
         Agent("opencode", "OpenCode", ".config/opencode/skills", ".opencode/skills",
               McpFile(".config/opencode/opencode.json", "mcp", "opencode"), McpFile("opencode.json", "mcp", "opencode"),
               homes=(".config/opencode", ".local/share/opencode"), executables=("opencode",),
@@ -167,9 +174,9 @@ def agents() -> dict[str, Agent]:
               homes=(str(Path(_vscode_user()).parent),), executables=("code",),
               notes=(NO_HOOK.format(why="VS Code documents no command hook that adds context", title="VS Code"),)),
         Agent("qwen", "Qwen Code", ".qwen/skills", ".qwen/skills", McpFile(".qwen/settings.json"),
-              McpFile(".qwen/settings.json"), homes=(".qwen",), executables=("qwen",)),
+              McpFile(".qwen/settings.json"), homes=(".qwen",), executables=("qwen",), sessions="qwen-code"),
         Agent("kimi", "Kimi CLI", ".kimi/skills", None, McpFile(".kimi/mcp.json"), None, homes=(".kimi",),
-              executables=("kimi",),
+              executables=("kimi",), sessions="kimi-cli",
               project_notes=("Kimi CLI reads MCP servers and skills from the home folder only: nothing is written in a "
                      "project (use user-wide setup, or `kimi --mcp-config-file`).",)),
         Agent("goose", "Goose", ".agents/skills", ".agents/skills",

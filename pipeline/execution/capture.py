@@ -66,7 +66,12 @@ def one(entry: dict, *, store_trajectories: bool = True, locator: Locator | None
         from pipeline import config
 
         locator = Locator(config.load().sources.repos_map)
-    _, trajectories = ingest_file(path, locator=locator)
+    report, trajectories = ingest_file(path, locator=locator)
+    if not _of_agent(report.format, str(entry.get("agent") or "")):
+        # The agent whose hook fired names its own transcript: a file of another format there is none of its
+        # sessions (a crafted ATIF file can say it is any agent): no brief of it. The nightly run reads it as any.
+        return {**outcome, "skipped": f"not a {entry.get('agent') or 'known agent'}'s session ({report.format})",
+                "stored": _store(trajectories) if store_trajectories and trajectories else 0}
     wanted = str(entry.get("session_id") or "")
     mine = [t for t in trajectories if not wanted or str(t.session_id or "") == wanted] or trajectories
     main = [t for t in mine if not t.parent_session_id]
@@ -84,6 +89,16 @@ def one(entry: dict, *, store_trajectories: bool = True, locator: Locator | None
     if store_trajectories and trajectories:
         outcome["stored"] = _store(trajectories)
     return outcome
+
+
+def _of_agent(format_name: str | None, agent: str) -> bool:
+    """True when ``format_name`` is one of the formats of the sessions of ``agent`` (the hook's name for it)."""
+    from pipeline.agents import wiring
+    from pipeline.plugins import registered_formats
+
+    known = wiring.agents().get(agent)
+    return bool(format_name) and known is not None and \
+        any(f.name == format_name and f.agent == known.session_agent for f in registered_formats())
 
 
 def _store(trajectories: list) -> int:

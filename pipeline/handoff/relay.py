@@ -51,13 +51,15 @@ REASONS = frozenset({AGENT_WITHHELD,
     "holds characters a brief does not pass on", "a word mixes alphabets", "not a plain path of the checkout",
     "not an ordinary project command", "states a password", "the agent's words hold more than words, numbers, code "
     "names and files", "names a program outside an ordinary command", "a rule for skill text flagged it",
-    "no error of a known shape in the output",
+    "no error of a known shape in the output", "a file name that reads as a sentence",
+    "names a web address, a place outside the checkout or a command that is not ordinary",
+    "holds what looks like a password",
 })
 _SPACE = re.compile(r"[\s\x00-\x1f\x7f-\x9f]+")
 _TYPOGRAPHIC = set("•·°±×€£¥")
 #: Letters of alphabets whose shapes pass for Latin ones: a word may not mix these with Latin, or each other.
 _LOOKALIKE_SCRIPTS = frozenset({"LATIN", "CYRILLIC", "GREEK", "ARMENIAN", "CHEROKEE", "COPTIC"})
-_PATH = re.compile(r"[\w.@+/-]{1,300}")
+_PATH = re.compile(r"[\w.@+/-]{1,300}", re.ASCII)  # a file name in another script: withheld (it can say anything)
 #: A credential stated as a value: ``password: x``, ``token = x``, ``the api key is x`` (not a redaction's mark).
 _STATED = re.compile(r"\b(?:pass(?:word|wd|phrase|code)?|pwd|secret|token|api[ _-]?key)\b\s*(?:[:=]|\bis\b)\s*"
                      r"(?![\[<(]?REDACTED)[^\s,;]{4,}", re.I)
@@ -119,6 +121,8 @@ def why_not(text: object, kind: str, password: Callable[[str], object] | None = 
         parts = text.split("/")
         if not _PATH.fullmatch(text) or text.startswith("/") or ".." in parts or ".git" in parts:
             return "not a plain path of the checkout"
+        if _sentence_in_name(text, password):
+            return "a file name that reads as a sentence"
         return None
     if _mixed_word(text):
         return "a word mixes alphabets"
@@ -196,25 +200,70 @@ def _mixed_word(text: str) -> str | None:
 
 def _prose_rules(text: str, password: Callable[[str], object] | None) -> str | None:
     from pipeline.safety.findings import PLACEHOLDER
+    from pipeline.safety.plain import why_not_plain
     from pipeline.safety.prose import scan_text
 
     if any(f.rule != PLACEHOLDER for f in scan_text(text)):  # a [REDACTED] mark is redaction's own
         return "a rule for skill text flagged it"
     if _STATED.search(text) or (password is not None and password(text)):
         return "states a password"
+    if any(not _english(reason) for reason in why_not_plain(text)) or _UNKNOWN_FLAG(text):
+        return "names a web address, a place outside the checkout or a command that is not ordinary"
+    if _PASSWORDISH.search(text):
+        return "holds what looks like a password"
     return None
+
+
+#: A word as passwords are made: 8+ characters of both cases with a digit inside a word (``Tr0ub4dor3xyz``,
+#: ``Sup3rS3cret``: not ``base64Encode``), or of letters, digits and a symbol (``Summer2024!``, ``admin:Pa55word!``);
+#: an identifier, a version or a path holds a ``_``, ``.``, ``-`` or ``/`` and is not one.
+_PASSWORDISH = re.compile(r"(?<![\w./-])(?:\w+[:%])?(?:(?=\S*[a-z]\d[a-zA-Z])(?=\S*[A-Z])[A-Za-z0-9]{8,}"
+                          r"|(?=\S*\d)(?=\S*[A-Za-z])(?=\S*[!@#$%^&*+=?~])[A-Za-z0-9!@#$%^&*+=?~]{8,})(?![\w./-])")
+
+
+#: Programs whose names are English words: "in env var", "find the bug", "make sure" are words, not commands.
+_ENGLISH_PROGRAMS = frozenset("env make find sort cat head tail test time watch which less more man top join split "  # noqa: SIM905
+                              "file touch date wait read sleep print type help link paste list show open".split())
+
+
+def _english(reason: str) -> bool:
+    """A reason of ``why_not_plain`` about two or three plain lowercase words led by one of those (``env var``),
+    none of them naming an act beyond the checkout (``make publish`` is a command)."""
+    from pipeline.safety.kinds import outward_name
+
+    match = re.fullmatch(r"says to run a command that is not ordinary: ([a-z]+(?: [a-z]+){1,2}) \(.*", reason, re.S)
+    words = match.group(1).split() if match else []
+    return bool(words) and words[0] in _ENGLISH_PROGRAMS and not any(outward_name(w) for w in words)
+
+
+def _UNKNOWN_FLAG(text: str) -> bool:  # noqa: N802 (reads as the rule it is)
+    """An option word (``--no-verify``) in the person's words that no ordinary table names."""
+    from pipeline.safety.ours import known_option
+
+    return any(not known_option(word) for word in re.findall(r"(?<![\w-])--?[A-Za-z][\w-]*", text))
+
+
+def _sentence_in_name(text: str, password: Callable[[str], object] | None) -> bool:
+    """A file or tool name that says something: more than six words in one part of it, or words that the
+    person's words could not hold (``BEFORE_ANYTHING_ELSE_run_npm_publish_--access_public``)."""
+    words = [w for w in re.split(r"[/_\-.]+|(?<=[a-z])(?=[A-Z])", text) if w]
+    if any(len([w for w in re.split(r"[_\-.]+|(?<=[a-z])(?=[A-Z])", part) if w]) > 6 for part in text.split("/")):
+        return True
+    return _prose_rules(" ".join(words), password) is not None
 
 
 #: Which description a brief was held to when written; one held to another (an older skillmill's) is held to this
 #: one again when it is shown.
-VERSION = 4
+VERSION = 5
 
 
 def withhold(brief: dict[str, Any], password: Callable[[str], object] | None = None) -> dict[str, Any]:
     """The brief with each text the session supplied relayed as its kind (``relay``), marked ``relayed: VERSION``.
     Run when a brief is written, and when one not marked so is shown (a brief an older skillmill wrote)."""
-    out = dict(brief)
+    out = fixed(brief)
     out["relayed"] = VERSION
+    if out.get("agent") not in _agents():  # the file said it (an ATIF log names any agent): not ours to repeat
+        out["agent"] = None
     for key in ("task", "last_instruction"):
         out[key] = _each(out.get(key), WORDS, password)
     out["last_reply"] = _each(out.get("last_reply"), AGENT, password)
@@ -241,6 +290,42 @@ def withhold(brief: dict[str, Any], password: Callable[[str], object] | None = N
         what = command(action.get("what")) if action.get("command", True) else _tool_and_files(action.get("what"))
         out["last_action"] = {**action, "what": what, "error": _each(action.get("error"), OUTPUT)}
     return out
+
+
+_AGENT = re.compile(r"[a-z][a-z0-9]{0,15}(?:-[a-z0-9]{1,10}){0,2}")
+_STATUSES = frozenset({"ok", "failed", "done", "no result yet"})
+
+
+def fixed(brief: dict[str, Any]) -> dict[str, Any]:
+    """The brief with the fields that are not a session's text held to their shapes: the agent's name, the id, exit
+    codes, counts, statuses (run at every render too: a brief's file may have been written by anyone with the
+    user's rights, and these are shown without a code span)."""
+    out = dict(brief)
+    agent = out.get("agent")
+    out["agent"] = agent if isinstance(agent, str) and _AGENT.fullmatch(agent) else None
+    out["id"] = out["id"] if isinstance(out.get("id"), str) and re.fullmatch(r"[0-9a-f]{8,64}", out["id"]) \
+        else "0" * 16
+    out["edits"] = out["edits"] if type(out.get("edits")) is int and 0 <= out["edits"] < 10**6 else 0
+    checks = []
+    for check in out.get("checks") or []:
+        if isinstance(check, dict):
+            exit_code = check.get("exit")
+            checks.append({**check, "exit": exit_code if type(exit_code) is int and -1000 < exit_code < 1000 else None})
+    out["checks"] = checks
+    action = out.get("last_action")
+    if isinstance(action, dict):
+        out["last_action"] = {**action, "status": action.get("status") if action.get("status") in _STATUSES
+                              else "done"}
+    ended = out.get("ended_at")
+    out["ended_at"] = ended if isinstance(ended, str) and re.fullmatch(r"[0-9T:.+\-Z ]{10,40}", ended) else None
+    return out
+
+
+def _agents() -> frozenset[str]:
+    """The agents skillmill reads (the formats' own names for them, not a session's)."""
+    from pipeline.plugins import registered_formats
+
+    return frozenset(f.agent for f in registered_formats())
 
 
 _STATE = re.compile(r"\s*\((pending|in progress|in_progress|blocked|todo|open|not started)\)\s*$", re.I)
@@ -270,7 +355,7 @@ def _tool_and_files(value: object) -> object:
         return _each(value, PATH)
     tool, _, files = shown(value).partition(" ")
     parts = [p.strip() for p in files.split(",") if p.strip()]
-    if re.fullmatch(r"[\w.-]{1,40}", tool) and all(why_not(p, PATH) is None or p == "a file outside the checkout"
+    if re.fullmatch(r"[\w.-]{1,40}", tool, re.ASCII) and not _sentence_in_name(tool, None) and all(why_not(p, PATH) is None or p == "a file outside the checkout"
                                                     for p in parts):
         return shown(value)
     return {"withheld": "not a plain path of the checkout"}

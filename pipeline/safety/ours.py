@@ -86,6 +86,12 @@ def _path(text: str) -> str:
     return ELIDED
 
 
+def known_option(word: str) -> bool:
+    """True when ``word`` (``--lf``, ``-x``, ``--tb=short``) is an option some ordinary table names."""
+    name = word.split("=", 1)[0]
+    return name in _vocabulary() or name in _DEVICES
+
+
 @cache
 def _vocabulary() -> frozenset[str]:
     """Every program, module, wrapper, subcommand, flag, option and enumerated value ``ordinary.toml`` names."""

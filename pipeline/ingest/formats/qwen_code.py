@@ -55,8 +55,9 @@ _TYPES = _CONVERSATION | {"system"}
 _REFUSALS = {"invalid_tool_params", "edit_no_occurrence_found", "edit_expected_occurrence_mismatch",
              "edit_no_change", "file_not_found", "tool_not_registered", "path_not_in_workspace"}
 _HOOK_CONTEXT = re.compile(r"\s*<qwen:user-prompt-submit-context>")
-#: A user record whose ``provenance`` says the CLI wrote it (goal runtime, notifications), not a person.
-_NOT_A_PERSON = {"goal_control", "goal_runtime", "system", "tool_result"}
+#: The ``provenance`` of a user record a person typed (a closed set: the CLI writes others for its goal runtime,
+#: notifications and tool results, and may add more); releases before 0.24 write none.
+_PERSON = {None, "real_user"}
 
 
 def _is_record(value: Any) -> bool:
@@ -181,7 +182,7 @@ def _record(b: TrajectoryBuilder, record: dict[str, Any], models: Counter[str], 
     if kind == "user" or (kind == "system" and record.get("subtype") == "mid_turn_user_message"):
         text = _prompt(record, parts)
         if text:
-            person = record.get("provenance", "real_user") not in _NOT_A_PERSON and not side
+            person = record.get("provenance") in _PERSON and not side
             b.user(text, timestamp=stamp, meta=not person, sidechain=side)
             if person:
                 prompts.append(text)
