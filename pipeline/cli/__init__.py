@@ -21,7 +21,7 @@ class SkillmillGroup(_help.Group):
 
     sections = {  # by workflow, in the order a new user meets them
         "Run": ("run", "scan", "ingest", "redact", "formats", "sources"),
-        "Review": ("review", "show", "feedback"),
+        "Review": ("review", "show", "feedback", "sync"),
         "Recall": ("recall", "index", "eval"),
         "Agents": ("setup", "install", "hook", "handoff", "mcp", "export", "recall-server"),
         "Operate": ("runs", "schedule", "config"),
@@ -72,9 +72,10 @@ def _register() -> None:
     from pipeline.cli import runs as runs_command
     from pipeline.cli import schedule as schedule_command
     from pipeline.cli import show as show_command
+    from pipeline.cli import sync as sync_command
 
     for module in (run, scan, ingest, recall, formats, sources, review, redact, index_command, eval_command,
-                   feedback_command, config_command, runs_command, schedule_command, show_command):
+                   feedback_command, config_command, runs_command, schedule_command, show_command, sync_command):
         main.add_command(module.command)
     for command in (*agent_commands.COMMANDS, *handoff.COMMANDS):
         main.add_command(command)

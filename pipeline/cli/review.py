@@ -15,7 +15,7 @@ from pipeline.errors import SkillFileError, UsageError
 from pipeline.terminal import visible
 
 _KINDS = ("procedure", "pitfall", "repo", "reference")
-_STATUSES = ("pending", "proposed", "candidate", "approved", "rejected", "deprecated", "all")
+_STATUSES = ("pending", "conflict", "proposed", "candidate", "approved", "rejected", "deprecated", "all")
 
 
 def _library_option(f: Callable[..., Any]) -> Callable[..., Any]:
@@ -209,10 +209,12 @@ def _print_stale(stale: list[Any]) -> None:
 
 def _print_list(lib: Any, found: list[Any], filters: Any) -> None:
     """The queue as a table. Every cell can come from a session, so each is printed ``visible``."""
+    from pipeline.review.queue import PENDING
+
     echo = click.echo
     root = visible(lib.root)
     if not found:
-        echo(f"Nothing to review in {root} for these filters." if filters.narrows or filters.statuses != ("proposed", "candidate")
+        echo(f"Nothing to review in {root} for these filters." if filters.narrows or filters.statuses != PENDING
              else f"Nothing waits for review in {root}.")
         return
     flagged = sum(1 for i in found if i.flags)
@@ -238,6 +240,10 @@ def _print_list(lib: Any, found: list[Any], filters: Any) -> None:
         item = found[n - 1]
         for flag in item.flags:
             echo(click.style(visible(f"    ⚠ {flag.code}: {flag.message} ({flag.where})"), fg="red", bold=True))
+        if item.conflict is not None:
+            c = item.conflict
+            echo(click.style(visible(f"    ⇄ other version {c.take}: {c.other}; {c.kept} here (`skillmill review "
+                                     f"resolve {c.name}` keeps that, `--take {c.take}` takes this one)"), fg="yellow"))
         if item.skill.extra_metadata.get("reopened"):
             echo(click.style(visible(f"    ↺ reopened: {item.skill.extra_metadata['reopened']}"), fg="yellow"))
     held = sum(1 for i in found if not i.batchable and i.status in ("candidate", "proposed"))
@@ -560,6 +566,24 @@ def restore_command(name: str, version: int, who: str | None, library: str | Non
     review = Review(_open_library(library), who)
     decision = review.restore(name, version)
     click.echo(f"restored {name} v{version} as v{decision.version} ({decision.status}, by {review.who})")
+
+
+@command.command("resolve")
+@click.argument("name")
+@click.option("--take", type=click.IntRange(1), metavar="N",
+              help="Put the other version N (`review list` numbers them) in place; without it, keep the version "
+                   "in place.")
+@_by_option
+@_library_option
+def resolve_command(name: str, take: int | None, who: str | None, library: str | None) -> None:
+    """Settle a conflict `skillmill sync` kept: the same skill changed or decided differently on two machines.
+    Neither version was lost: the stricter decision was left in place, the other under _conflicts/NAME/."""
+    from pipeline.review import Review
+
+    review = Review(_open_library(library), who)
+    decision = review.resolve(name, take)
+    click.echo(visible(f"resolved {name}: {decision.entry.reason}; now {decision.status} v{decision.version} "
+                       f"(by {review.who})"))
 
 
 @command.command("history")

@@ -30,7 +30,8 @@ from pipeline import private
 AUDIT_FILE = "_audit.jsonl"
 #: ``reopen`` and ``withdraw`` are a run's: a rejected skill back with new evidence; a candidate of a session
 #: version that was superseded (the session grew), taken out of the queue.
-Action = Literal["approve", "reject", "deprecate", "edit", "restore", "reopen", "withdraw"]
+#: ``resolve``: a person settled a conflict between two machines' versions (``pipeline.library.sync``).
+Action = Literal["approve", "reject", "deprecate", "edit", "restore", "reopen", "withdraw", "resolve"]
 
 
 class AuditEntry(BaseModel):
@@ -115,20 +116,31 @@ class AuditLog:
         return None
 
     def verify(self) -> list[str]:
-        """Problems with the chain: lines edited, removed or reordered since they were written."""
-        problems = []
+        """Problems with the chain: lines edited, removed or reordered since they were written.
+
+        A log merged from two machines (``pipeline.library.sync``: git's union merge) interleaves two chains: a
+        line may then follow an earlier line rather than the one just above it, and a second log may start
+        (``prev`` None, ``seq`` 1); line numbers are checked only in a log no merge touched."""
+        problems, seq_problems = [], []
         previous: bytes | None = None
+        earlier: set[str] = set()
+        merged = False
         for number, line in enumerate(self._lines(), 1):
             try:
                 entry = AuditEntry.model_validate_json(line)
             except ValueError:
                 problems.append(f"line {number} is not a valid audit entry")
                 previous = line
+                earlier.add(hashlib.sha256(line).hexdigest())
                 continue
             expected = hashlib.sha256(previous).hexdigest() if previous is not None else None
             if entry.prev != expected:
-                problems.append(f"line {number} (seq {entry.seq}): the line before it was changed or removed")
+                if entry.prev in earlier or (entry.prev is None and entry.seq == 1):
+                    merged = True  # written on another machine after the line it names
+                else:
+                    problems.append(f"line {number} (seq {entry.seq}): the line before it was changed or removed")
             if entry.seq != number:
-                problems.append(f"line {number} has seq {entry.seq}: lines were removed or reordered")
+                seq_problems.append(f"line {number} has seq {entry.seq}: lines were removed or reordered")
             previous = line
-        return problems
+            earlier.add(hashlib.sha256(line).hexdigest())
+        return problems + ([] if merged else seq_problems)

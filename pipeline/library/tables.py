@@ -60,14 +60,15 @@ def sync_skills(state: StateDB, stored: list[StoredSkill]) -> None:
 
 
 def sync_review_log(state: StateDB, library: str, entries: list[Any]) -> None:
-    """Mirror a library's audit log (``pipeline.library.audit.AuditEntry`` objects) into ``review_log``."""
+    """Mirror a library's audit log (``pipeline.library.audit.AuditEntry`` objects) into ``review_log``; ``seq`` is
+    the line's place in the log (a log merged from two machines holds each machine's own numbers twice)."""
     con = state.con
     con.execute("BEGIN TRANSACTION")
     try:
         con.execute("DELETE FROM review_log WHERE library = ?", [library])
         bulk_insert(con, "review_log", _REVIEW_LOG_COLUMNS,
-                    ({"library": library, "decided_at": e.when, **e.model_dump(exclude={"when", "prev"})}
-                     for e in entries), scratch=state.scratch)
+                    ({"library": library, "decided_at": e.when, **e.model_dump(exclude={"when", "prev"}), "seq": n}
+                     for n, e in enumerate(entries, 1)), scratch=state.scratch)
         con.execute("COMMIT")
     except BaseException:
         con.execute("ROLLBACK")

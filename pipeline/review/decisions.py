@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from pipeline.errors import SkillFileError, SkillmillError, UsageError
-from pipeline.library import Library, markdown
+from pipeline.library import Library, markdown, sync
 from pipeline.library.audit import Action, AuditEntry, sha256_file
 from pipeline.library.history import REVIEW_KEYS, same_content
 from pipeline.library.memory import REVIEWED
@@ -259,6 +259,43 @@ class Review:
             self.publish(self.library)
         return decision
 
+    # -- a conflict between two machines -----------------------------------------------------
+    def resolve(self, name: str, take: int | None = None) -> Decision:
+        """Settle a conflict ``sync`` kept: keep the version in place (``take`` None), or put the other version
+        number ``take`` (``review list`` shows them) in its place, with the status it had there."""
+        check_name(name)
+        with self.library.lock():
+            found = [c for c in sync.conflicts(self.library) if c.name == name]
+            if not found:
+                raise NotFound(f"{name} has no conflict to resolve", hint="`skillmill review list` shows conflicts")
+            current = self.library.get(name)
+            before = sha256_file(current.file) if current else None
+            self._changing()
+            if take is not None:
+                if not 1 <= take <= len(found):
+                    raise UsageError(f"{name} has {len(found)} other version(s): --take 1..{len(found)}")
+                chosen = found[take - 1]
+                file = self.library.root / chosen.file
+                other = markdown.parse(file.read_text(encoding="utf-8"), path=str(file))
+                status = chosen.other.split(",")[0].split(" ")[0]
+                note = f"kept {_stamp()} by {self.who} over the version {chosen.kept} here"
+                if status == "proposed":
+                    self.library.propose(other)
+                else:
+                    status = status if status in ("candidate", "approved", "deprecated", "rejected") else "candidate"
+                    self.library.save(_noted(other, note, status=status))
+                reason = f"took the other version ({chosen.other})"
+            else:
+                reason = "kept the version in place" + (f" ({current.skill.status})" if current else "")
+            sync.drop_conflict(self.library, name)
+            stored = self.library.get(name)
+            item = ReviewItem(stored, stored.skill.status, risk_flags(stored.skill)) if stored else None
+            if item is None:
+                raise NotFound(f"{name} has no version in place after resolving")
+            decision = self._log("resolve", item, before, reason=reason)
+            self.publish(self.library)
+        return decision
+
     # -- the log ------------------------------------------------------------------------
     def _log(self, action: Action, item: ReviewItem, before: str | None, reason: str | None,
              target: str = "skill") -> Decision:
@@ -279,6 +316,8 @@ class Review:
         entry = self.library.audit.append(who=self.who, action=action, skill=name, version=skill.version,
                                           status=status, target=target, before=before, after=after,
                                           reason=reason, flags=codes)
+        what = f"{action} {name} v{skill.version}" + (" (proposed change)" if target == "proposal" else "")
+        sync.record(self.library, self.who, f"{what}: {reason}" if reason else what)  # a team library: a commit
         return Decision(action, name, skill.version, status, entry, codes)
 
 

@@ -14,16 +14,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from pipeline.errors import SkillFileError, SkillmillError
-from pipeline.library import Library, StoredSkill, markdown
+from pipeline.library import Library, StoredSkill, markdown, sync
 from pipeline.library.history import REVIEW_KEYS
 from pipeline.library.memory import REOPENED, REVIEWED
 from pipeline.library.model import MAX_NAME, NAME_PATTERN, Skill
 from pipeline.library.store import file_key
+from pipeline.library.sync import Conflict
 from pipeline.review.batch import batch_refusals
 from pipeline.review.flags import Flag, flag_codes, risk_flags
 
-PENDING = ("proposed", "candidate")
-STATUSES = ("proposed", "candidate", "approved", "rejected", "deprecated")
+#: ``conflict``: a skill two machines changed or decided differently (``pipeline.library.sync``): the other version.
+PENDING = ("conflict", "proposed", "candidate")
+STATUSES = ("conflict", "proposed", "candidate", "approved", "rejected", "deprecated")
 KINDS = ("procedure", "pitfall", "repo", "reference")
 
 
@@ -36,14 +38,17 @@ class ReviewItem:
     """A skill as the reviewer sees it: what it is, where it lives, what is risky about it."""
 
     stored: StoredSkill
-    status: str  # candidate | proposed | approved | rejected | deprecated
+    status: str  # conflict | candidate | proposed | approved | rejected | deprecated
     flags: list[Flag] = field(default_factory=list)
-    base: StoredSkill | None = None  # for a proposed change: the skill it would replace
+    base: StoredSkill | None = None  # for a proposed change: the skill it would replace; for a conflict: in place
     refusals: list[str] | None = None  # why a batch may not approve it (None: not computed yet)
+    conflict: Conflict | None = None
 
     @property
     def batch_reasons(self) -> list[str]:
         """Why a batch approval refuses this skill (empty: it is flag-free and every command is ordinary)."""
+        if self.conflict is not None:
+            return [f"a conflict: {self.conflict.other}, while {self.conflict.kept} here (`skillmill review resolve`)"]
         if self.refusals is None:
             self.refusals = batch_refusals(self.skill, self.flags)
         return self.refusals
@@ -76,6 +81,7 @@ class ReviewItem:
             "batchable": self.batchable, "batch_reasons": self.batch_reasons,
             "updates": ({"version": self.base.skill.version, "status": self.base.skill.status}
                         if self.base else None),
+            "conflict": self.conflict.contract() if self.conflict else None,
         }
 
 
@@ -141,6 +147,8 @@ def items(library: Library, filters: Filters | None = None,
     filters = filters or Filters()
     found: list[ReviewItem] = []
     skip = on_error or (lambda *_: None)
+    if "conflict" in filters.statuses:
+        found += _conflicts(library, skip)
     if "proposed" in filters.statuses:
         for proposal in library.proposals(on_error=skip):
             found.append(_item(proposal, "proposed", _base(library, proposal.skill.name)))
@@ -150,6 +158,21 @@ def items(library: Library, filters: Filters | None = None,
     order = {s: i for i, s in enumerate(STATUSES)}
     found.sort(key=lambda i: (order[i.status], (i.skill.repo or "~").lower(), i.name))
     return [i for i in found if filters.match(i)]
+
+
+def _conflicts(library: Library, skip: Callable[[Path, SkillFileError], None]) -> list[ReviewItem]:
+    found = []
+    for conflict in sync.conflicts(library):
+        file = library.root / conflict.file
+        try:
+            skill = markdown.parse(file.read_text(encoding="utf-8"), path=str(file))
+        except (OSError, UnicodeDecodeError, SkillFileError) as exc:
+            skip(file, exc if isinstance(exc, SkillFileError) else SkillFileError(str(exc), path=str(file)))
+            continue
+        item = ReviewItem(StoredSkill(skill, file.parent), "conflict", risk_flags(skill),
+                          _base(library, conflict.name), conflict=conflict)
+        found.append(item)
+    return found
 
 
 def _base(library: Library, name: str) -> StoredSkill | None:
