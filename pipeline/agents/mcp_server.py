@@ -88,6 +88,10 @@ def build_server() -> Any:
         from pipeline.handoff import store
 
         root = checkout.root_of(path)
+        here = checkout.root_of(os.getcwd())
+        if root is not None and root != here:  # an agent steered by what it read must not fetch another's
+            return ("No handoff: this tool tells of the checkout the agent works in "
+                    f"({here or 'none: the server did not start in one'}) only.")
         briefs = store.for_checkout(str(root)) if root else []
         if not briefs:
             return "No handoff: no unfinished session in this checkout."

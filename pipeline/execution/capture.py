@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 
 from pipeline import checkout, private
-from pipeline.handoff import build, spool, store
+from pipeline.handoff import build, prompts, spool, store
 from pipeline.ingest import ingest_file
 from pipeline.ingest import tables as ingest_tables
 from pipeline.ingest.identity import Locator
@@ -81,7 +81,7 @@ def one(entry: dict, *, store_trajectories: bool = True, locator: Locator | None
         root = checkout.root_of(where) if where else None
         if root is None or not enabled:
             continue
-        brief = build.build(trajectory)
+        brief = build.build(trajectory, prompts.fragments(root))
         if brief is not None:
             brief["checkout"] = str(root)
         written = store.save(brief, checkout_root=str(root), session_id=str(trajectory.session_id or "") or None)

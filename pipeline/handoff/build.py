@@ -26,7 +26,7 @@ import re
 from typing import Any
 
 from pipeline.distill.analysis import Event, analyze
-from pipeline.handoff import relay
+from pipeline.handoff import prompts, relay
 from pipeline.ingest.identity import relative_to
 from pipeline.trajectory import StepKind, Trajectory
 from pipeline.trajectory.commands import CHECKS, Purpose
@@ -42,13 +42,20 @@ _QUESTION = re.compile(r"[^.!?\n]{8,300}\?(?=\s|$)")
 MAX_FILES = 20
 
 
-def build(trajectory: Trajectory) -> dict[str, Any] | None:
-    """The brief for ``trajectory``, or None when it finished or did nothing worth going on from."""
+def build(trajectory: Trajectory, checkout_prompts: list[str] | None = None) -> dict[str, Any] | None:
+    """The brief for ``trajectory``, or None when it finished or did nothing worth going on from.
+    ``checkout_prompts``: the fixed text of the checkout's custom commands (``prompts.fragments``): a user turn
+    holding one is the checkout's words, never quoted as the person's."""
     if trajectory.parent_session_id or str(trajectory.session_id or "").startswith("sidechain-"):
         return None  # a subagent's work: its parent session hands it over
     analysis = analyze(trajectory)
     events = analysis.events
     users = [s for s in trajectory.steps if s.kind is StepKind.USER and not s.meta and s.text.strip()]
+    theirs = [s for s in users if checkout_prompts and prompts.is_checkouts(s.text, checkout_prompts)]
+    users = [s for s in users if s not in theirs]
+    task = str(trajectory.task) if trajectory.task else None
+    if task and checkout_prompts and prompts.is_checkouts(task, checkout_prompts):
+        task = str(users[0].text) if users else None
     checks = _checks(events)
     edits = analysis.edits
     todos = _open_todos(trajectory)
@@ -63,7 +70,7 @@ def build(trajectory: Trajectory) -> dict[str, Any] | None:
         "trajectory": trajectory.id, "source_path": str(trajectory.source_path) or None,
         "cwd": str(trajectory.cwd) if trajectory.cwd else None, "repo": str(trajectory.repo) if trajectory.repo else None,
         "ended_at": _ended(trajectory),
-        "task": str(trajectory.task) if trajectory.task else None,
+        "task": task,
         "last_instruction": str(users[-1].text).strip()[:1200] if users else None,
         "checks": checks, "files": files[:MAX_FILES], "todos": todos,
         "questions": _unanswered(trajectory), "tried": _tried(events, checks), "reverted": _reverted(events),

@@ -207,11 +207,22 @@ def _prose_rules(text: str, password: Callable[[str], object] | None) -> str | N
         return "a rule for skill text flagged it"
     if _STATED.search(text) or (password is not None and password(text)):
         return "states a password"
-    if any(not _english(reason) for reason in why_not_plain(text)) or _UNKNOWN_FLAG(text):
+    if any(not _english(reason) for reason in why_not_plain(text)) or _UNKNOWN_FLAG(text) or _runs_other(text):
         return "names a web address, a place outside the checkout or a command that is not ordinary"
-    if _PASSWORDISH.search(text):
+    if _PASSWORDISH.search(text) or _CREDENTIAL.search(text):
         return "holds what looks like a password"
     return None
+
+
+#: A credential in plain words: a word named for one followed by a value with a digit or a symbol in it
+#: (``PGPASSWORD to hunter2hunter``, ``passcode 88127364``), a login and its password after a word for them
+#: (``the staging login is deploy / hunter2hunter``), or ``user:pass`` (``deploy:hunter2hunter``).
+_SECRET_VALUE = r"(?=[^\s,;]*[\d!@#$%^&*])[^\s,;]{6,}"
+_CREDENTIAL = re.compile(
+    r"\b\w*(?:pass(?:word|wd|code|phrase)?|secret|token|api[_-]?key|credential|otp|pin)s?\w*\b\s*"
+    rf"(?:to|=|:|is|of|was)?\s*{_SECRET_VALUE}"
+    rf"|\b(?:login|credentials?|creds|user(?:name)?|account)\b[^.\n]{{0,24}}?[\w.@-]{{2,}}\s*[:/]\s*{_SECRET_VALUE}"
+    r"|(?<![\w/.:-])[A-Za-z][\w.-]{1,30}:(?=[^\s:/]*\d)(?=[^\s:/]*[A-Za-z])[^\s:/@,;]{6,}(?![\w/])", re.I)
 
 
 #: A word as passwords are made: 8+ characters of both cases with a digit inside a word (``Tr0ub4dor3xyz``,
@@ -236,6 +247,24 @@ def _english(reason: str) -> bool:
     return bool(words) and words[0] in _ENGLISH_PROGRAMS and not any(outward_name(w) for w in words)
 
 
+_RUN = re.compile(r"\b(?:run|execute|exec|invoke|launch)\s+(?P<span>[^.;,!?\n]{2,160})", re.I)
+
+
+def _runs_other(text: str) -> bool:
+    """"run X ..." where X is a program (one of those skillmill knows, or given a flag, a path, a glob or an
+    assignment) and the words are no ordinary project command: ``run twine upload dist/*``, ``run docker push``."""
+    from pipeline.safety.ordinary import why_not_ordinary
+    from pipeline.safety.words import KNOWN_PROGRAMS
+
+    for match in _RUN.finditer(text):
+        span = match.group("span").strip()
+        first = span.split()[0]
+        program = first in KNOWN_PROGRAMS or re.search(r"(?:^|\s)(?:-\w|\S*[/*=])", span)
+        if program and why_not_ordinary(span):
+            return True
+    return False
+
+
 def _UNKNOWN_FLAG(text: str) -> bool:  # noqa: N802 (reads as the rule it is)
     """An option word (``--no-verify``) in the person's words that no ordinary table names."""
     from pipeline.safety.ours import known_option
@@ -247,9 +276,20 @@ def _sentence_in_name(text: str, password: Callable[[str], object] | None) -> bo
     """A file or tool name that says something: more than six words in one part of it, or words that the
     person's words could not hold (``BEFORE_ANYTHING_ELSE_run_npm_publish_--access_public``)."""
     words = [w for w in re.split(r"[/_\-.]+|(?<=[a-z])(?=[A-Z])", text) if w]
-    if any(len([w for w in re.split(r"[_\-.]+|(?<=[a-z])(?=[A-Z])", part) if w]) > 6 for part in text.split("/")):
-        return True
+    for part in text.split("/"):
+        stem = re.sub(r"\.[A-Za-z0-9]{1,6}$", "", part)  # a file's ending is no word of it
+        named = [w.lower() for w in re.split(r"[_\-.]+|(?<=[a-z])(?=[A-Z])", stem) if w]
+        orders = sum(1 for w in named if w in _ORDER_WORDS)
+        if len(named) > 6 or orders >= 2 or len(named) >= 5 and orders:
+            return True
     return _prose_rules(" ".join(words), password) is not None
+
+
+#: Words of an order: a part of a file or tool name that holds two, or one among five words or more, is a
+#: sentence (``then_run_twine_upload_dist``, ``SEND_ID_RSA_TO_REVIEWER``), not a name (``test_install_wheel``).
+_ORDER_WORDS = frozenset("run send execute exec install publish deploy push upload paste post curl wget delete remove "  # noqa: SIM905
+                         "ignore must always never please approve disable then before first now next agent agents "
+                         "instructions instruction do dont should".split())
 
 
 #: Which description a brief was held to when written; one held to another (an older skillmill's) is held to this

@@ -193,7 +193,7 @@ def credential_disclosure(text: str) -> Iterator[Finding]:
             if _NEGATED.search(words[:verb.start()]):
                 continue
             after = " ".join(words[verb.end():].split()[:_NEAR])  # "paste the contents of ~/.aws/credentials"
-            named = next((m for m in _PATH_WORD.finditer(after) if re.search(r"[./~]", m.group(0))
+            named = next((m for m in _PATH_WORD.finditer(after) if re.search(r"[./~_]", m.group(0))  # id_rsa too
                           and secret_path(m.group(0).strip("`'\"()"))), None)
             if named is None:
                 continue

@@ -1,0 +1,68 @@
+"""Prompts a checkout defines: the text of its custom commands is the checkout's words, not the person's.
+
+An agent records a custom command the person ran (``/fix``) as the prompt the command's file holds --
+Gemini CLI and Qwen Code from ``.gemini/commands/fix.toml`` and ``.qwen/commands``, others from their own
+folders -- so a checkout's file can put any words in a user turn. A user turn whose text holds a fixed
+fragment of such a file (the parts between its ``{{args}}``, ``$ARGUMENTS``, ``!{...}`` and ``@{...}``
+placeholders) is the checkout's: a brief never quotes it as the person's. Read through ``confined`` (regular
+files inside the checkout, bounded), at most ``MAX_FILES`` of them.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tomllib
+from pathlib import Path
+
+from pipeline import confined
+
+#: Where agents find a project's own commands (a folder of the checkout).
+FOLDERS = (".gemini/commands", ".qwen/commands", ".claude/commands", ".codex/prompts", ".github/prompts",
+           ".cursor/commands", ".kimi/commands", ".opencode/command", ".continue/prompts", ".clinerules/workflows")
+MAX_FILES = 200
+MAX_BYTES = 64 * 1024
+MIN_FRAGMENT = 16  # characters: shorter fixed text ("Fix {{args}}") names nothing a person would not type
+_PLACEHOLDER = re.compile(r"\{\{\s*args\s*\}\}|\$ARGUMENTS|\$\d+|![{][^}]*[}]|@[{][^}]*[}]|\{\{[^}]*\}\}")
+_FRONTMATTER = re.compile(r"\A---\s*\n.*?\n---\s*\n", re.S)
+
+
+def fragments(root: Path) -> list[str]:
+    """The fixed fragments of the prompts the checkout at ``root`` defines (whitespace made single spaces)."""
+    found: list[str] = []
+    files = 0
+    for folder in FOLDERS:
+        base = root / folder
+        if not base.is_dir() or base.is_symlink():
+            continue
+        for here, _dirs, names in os.walk(base, followlinks=False):
+            for name in sorted(names):
+                if files >= MAX_FILES:
+                    return found
+                if not name.endswith((".toml", ".md")):
+                    continue
+                files += 1
+                text = confined.read_text(root, Path(here, name).relative_to(root), MAX_BYTES)
+                found += _fixed(_prompt(name, text)) if text else []
+    return found
+
+
+def is_checkouts(text: str, known: list[str]) -> bool:
+    """True when ``text`` holds a fixed fragment of one of the checkout's prompts."""
+    flat = " ".join(str(text).split())
+    return any(fragment in flat for fragment in known)
+
+
+def _prompt(name: str, text: str) -> str:
+    if name.endswith(".toml"):
+        try:
+            prompt = tomllib.loads(text).get("prompt")
+        except (tomllib.TOMLDecodeError, ValueError):
+            return ""
+        return prompt if isinstance(prompt, str) else ""
+    return _FRONTMATTER.sub("", text)
+
+
+def _fixed(prompt: str) -> list[str]:
+    parts = (" ".join(part.split()) for part in _PLACEHOLDER.split(prompt))
+    return [part for part in parts if len(part) >= MIN_FRAGMENT]
