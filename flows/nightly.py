@@ -133,6 +133,8 @@ def nightly(paths: list[str], library: str | None = None, defer_minutes: float |
         runs_tables.record_run(state, summary.run_id, started, summary.exit_code, summary.contract())
         publish_report(state, summary.run_id)  # the report: a Prefect artifact, and the snapshot `skillmill runs` reads
 
+    if cfg.library_sync.sync_after_run and (said := stages.sync_library(lib)):  # (outside the run lock: a sync of
+        logger.info("%s", said)  # a slow remote holds no other run back)
     logger.info("%d trajectories (%d new), %d skills proposed, %d updated", summary.trajectories.seen,
                 summary.trajectories.new, summary.skills.proposed, summary.skills.updated)
     return summary.contract()

@@ -162,8 +162,19 @@ class HandoffConfig(_Section):
     expire_days: float = Field(7.0, gt=0, description="A handoff older than this is removed.")
 
 
+class LibrarySyncConfig(_Section):
+    """A team's library on git (``skillmill sync``; ``pipeline/library/sync.py``). Written ``[library]`` in the file,
+    beside ``path`` (the same as a top-level ``library = "..."``)."""
+
+    sync_minutes: float = Field(0.0, ge=0, description="While `skillmill schedule` serves, sync a shared library "
+                                                       "this often (0: only around each nightly run).")
+    sync_after_run: bool = Field(True, description="A nightly run of a shared library syncs it when it ends, so "
+                                                   "its candidates reach the team's queue.")
+
+
 class Config(_Section):
     library: str | None = None
+    library_sync: LibrarySyncConfig = Field(default_factory=LibrarySyncConfig)
     sources: SourcesConfig = Field(default_factory=SourcesConfig)
     redaction: RedactionConfig = Field(default_factory=RedactionConfig)
     llm: LLMConfig = Field(default_factory=LLMConfig)
@@ -210,6 +221,24 @@ def _set(data: dict[str, Any], dotted: str, value: Any) -> None:
     data[leaf] = value
 
 
+def _library_table(data: dict[str, Any]) -> dict[str, Any]:
+    """``[library]`` in the file: its ``path`` is the library, the rest the team-sharing settings."""
+    table = data.get("library")
+    if not isinstance(table, dict):
+        return data
+    out = {k: v for k, v in data.items() if k != "library"}
+    table = dict(table)
+    if "path" in table:
+        out["library"] = table.pop("path")
+    out["library_sync"] = table
+    return out
+
+
+def display_key(key: str) -> str:
+    """How a dotted key is written in the file: ``library_sync.sync_minutes`` is ``library.sync_minutes``."""
+    return key.replace("library_sync.", "library.", 1) if key.startswith("library_sync.") else key
+
+
 def _walk(data: dict[str, Any], prefix: str = "") -> list[str]:
     keys = []
     for key, value in data.items():
@@ -232,6 +261,7 @@ def load(flags: dict[str, Any] | None = None) -> Config:
             raise UsageError(f"{path} is not valid TOML: {exc}", hint="fix the file or remove it") from exc
         except OSError as exc:
             raise UsageError(f"cannot read {path}: {exc.strerror}", hint="fix its permissions or remove it") from exc
+        data = _library_table(data)
         origin.update({key: f"file {path}" for key in _walk(data)})
     for name, key in ENV_KEYS.items():
         if os.environ.get(name):
@@ -255,6 +285,7 @@ def _problem(error: Any, origin: dict[str, str]) -> str:
     """One validation error as ``key (where it came from): what is wrong``."""
     key = ".".join(str(part) for part in error["loc"]) or "(top level)"
     where = next((origin[k] for k in _prefixes(key) if k in origin), "default")
+    key = display_key(key)
     message = error["msg"].removeprefix("Value error, ")
     return f"  {key} ({where}): {message}"
 
@@ -278,7 +309,7 @@ def entries(cfg: Config) -> list[tuple[str, Any, str]]:
         if isinstance(value, _Section):
             for sub in type(value).model_fields:
                 key = f"{name}.{sub}"
-                rows.append((key, getattr(value, sub), cfg.source_of(key)))
+                rows.append((display_key(key), getattr(value, sub), cfg.source_of(key)))
         elif name == "library" and value is None:
             rows.append((name, str(settings.home() / "skills"), "default ($SKILLMILL_HOME/skills)"))
         else:

@@ -71,6 +71,8 @@ class SchedulePlan(BaseModel):
     sources: list[dict[str, Any]] = Field(description="Where each run looks for sessions (`skillmill sources`).")
     home: str
     server: Server
+    sync: Setting | None = Field(None, description="Minutes between syncs of a shared library "
+                                 "(`[library] sync_minutes`; the `skillmill-sync` deployment), or None.")
 
 
 def plan(cfg: Config) -> SchedulePlan:
@@ -95,7 +97,18 @@ def plan(cfg: Config) -> SchedulePlan:
         sources=[source.row(ignore) for source in configured_sources(cfg)],
         home=str(settings.home()),
         server=find_server(),
+        sync=_sync_setting(cfg, lib),
     )
+
+
+def _sync_setting(cfg: Config, library: str) -> Setting | None:
+    """Every ``[library] sync_minutes`` when the library is shared (``skillmill sync``), else None."""
+    from pipeline.library import Library, sync
+
+    minutes = cfg.library_sync.sync_minutes
+    if not minutes or not sync.is_shared(Library(Path(library))):
+        return None
+    return Setting(value=minutes, origin=cfg.source_of("library_sync.sync_minutes"))
 
 
 def next_runs(cron: str, zone: str, count: int = 3, start: datetime | None = None) -> list[datetime]:
@@ -206,11 +219,8 @@ def serve(schedule: SchedulePlan, *, on_ready: Callable[[SchedulePlan], None] | 
     Blocks. SIGTERM and Ctrl-C stop it; the schedule is then paused on the server (nothing
     runs while nobody serves it) and resumed by the next ``skillmill schedule``.
     """
-    from prefect.deployments.runner import EntrypointType
-    from prefect.schedules import Cron
     from prefect.settings import PREFECT_API_URL, temporary_settings
 
-    from flows.nightly import nightly
 
     # Each scheduled run is a subprocess of this one, started in its working folder: ours, and with no
     # working folder on its sys.path (spawn), whatever folder `skillmill schedule` was started in.
@@ -223,14 +233,34 @@ def serve(schedule: SchedulePlan, *, on_ready: Callable[[SchedulePlan], None] | 
         schedule.server.running = True
         if on_ready is not None:
             on_ready(schedule)
-        nightly.serve(
-            name=DEPLOYMENT,
-            schedule=Cron(schedule.cron.value, timezone=schedule.timezone.value),
-            parameters=schedule.parameters,
-            description="skillmill's nightly run: new agent sessions -> candidate skills (`skillmill schedule`).",
-            tags=["skillmill"],
-            pause_on_shutdown=True,
-            print_starting_message=False,
-            limit=1,  # one run at a time: the state database has one writer
-            entrypoint_type=EntrypointType.MODULE_PATH,
-        )
+        from prefect import serve as serve_all
+
+        serve_all(*deployments(schedule), pause_on_shutdown=True, print_starting_message=False,
+                  limit=1)  # one run at a time: the state database has one writer
+
+
+def deployments(schedule: SchedulePlan) -> list[Any]:
+    """What ``serve`` registers: the nightly run on its cron, and the shared library's sync every
+    ``[library] sync_minutes`` when there is one (Prefect's ``RunnerDeployment`` objects; nothing is sent yet)."""
+    from prefect.deployments.runner import EntrypointType
+    from prefect.schedules import Cron
+
+    from flows.nightly import nightly
+
+    found = [nightly.to_deployment(name=DEPLOYMENT, **_nightly(schedule, Cron))]
+    if schedule.sync is not None:
+        from flows.sync import library_sync
+
+        found.append(library_sync.to_deployment(
+            name="every", interval=float(schedule.sync.value) * 60, parameters={"library": schedule.parameters["library"]},
+            description="The shared library's sync (`skillmill sync`, every `[library] sync_minutes`).",
+            tags=["skillmill"], entrypoint_type=EntrypointType.MODULE_PATH))
+    return found
+
+
+def _nightly(schedule: SchedulePlan, cron: Any) -> dict[str, Any]:
+    from prefect.deployments.runner import EntrypointType
+
+    return {"schedule": cron(schedule.cron.value, timezone=schedule.timezone.value),
+            "parameters": schedule.parameters, "tags": ["skillmill"], "entrypoint_type": EntrypointType.MODULE_PATH,
+            "description": "skillmill's nightly run: new agent sessions -> candidate skills (`skillmill schedule`)."}

@@ -208,3 +208,22 @@ def scan_checkouts(state: StateDB, library: Library, trajectories: Iterable[Traj
             else:
                 summary.skills.updated += 1
     return len(roots)
+
+
+def sync_library(library: Library) -> str | None:
+    """After a run: a shared library (``skillmill sync``) syncs, so the run's candidates reach the team's queue.
+    What happened in one line (None: the library is not shared); a remote that does not answer fails nothing."""
+    from pipeline.agents.publish import republish
+    from pipeline.errors import SkillmillError
+    from pipeline.library import sync
+
+    if not sync.is_shared(library):
+        return None
+    try:
+        result = sync.sync(library, publish=republish)
+    except SkillmillError as exc:
+        return f"library sync failed: {exc.message}"
+    if result.offline:
+        return f"library sync: {result.remote} did not answer ({result.offline}); the next run tries again"
+    return (f"library synced with {result.remote}: {len(result.changed)} skill(s) changed here, "
+            f"{len(result.conflicts)} conflict(s)" + ("" if result.pushed else ", nothing pushed"))

@@ -113,3 +113,28 @@ def test_a_server_that_does_not_answer_is_an_error_with_a_hint(monkeypatch: pyte
 def test_json_without_dry_run_is_refused(no_server: str) -> None:
     result = CliRunner().invoke(main, ["schedule", "--json"])
     assert result.exit_code == 2 and "--json describes the plan" in result.output
+
+
+def test_a_shared_library_is_synced_on_its_own_schedule_too(isolated_home: Path, tmp_path: Path, no_server: str) -> None:
+    """Issue 26: `[library] sync_minutes` serves the sync of a shared library beside the nightly run."""
+    import subprocess
+
+    from pipeline import config
+    from pipeline.library import Library, sync
+
+    library = isolated_home / "skills"
+    remote = tmp_path / "team.git"
+    subprocess.run(["git", "init", "-q", "--bare", str(remote)], check=True)
+    isolated_home.mkdir(parents=True, exist_ok=True)
+    (isolated_home / "skillmill.toml").write_text("[library]\nsync_minutes = 15\n")
+    code, output = _dry_run("--json")
+    assert json.loads(output)["sync"] is None  # not shared yet: nothing to sync
+    sync.sync(Library(library), str(remote))
+    code, output = _dry_run("--json")
+    assert json.loads(output)["sync"] == {"value": 15.0, "origin": f"file {isolated_home / 'skillmill.toml'}"}
+    code, output = _dry_run()
+    assert "sync       the shared library every 15 min (deployment skillmill-sync/every)" in output
+    plan = schedule.plan(config.load())
+    nightly, every = schedule.deployments(plan)
+    assert (nightly.name, every.name, every.parameters) == ("nightly", "every", {"library": str(library)})
+    assert every.schedules[0].schedule.interval.total_seconds() == 15 * 60

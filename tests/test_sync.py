@@ -111,10 +111,14 @@ def hook_context(who: Person, prompt: str) -> str:
 def test_what_one_person_proposes_a_teammate_approves_and_everyones_agents_get(
         team: tuple[Person, Person, Path], tmp_path: Path) -> None:
     ann, bob, remote = team
-    ann.run("run", str(samples_with_a_secret(tmp_path)))
+    first = ann.sync("--remote", str(remote))  # an empty library shared: nothing to push yet
+    assert first["created"] and not first["pushed"] and first["committed"] == 0
+    ann.run("run", str(samples_with_a_secret(tmp_path)))  # a run of a shared library syncs when it ends
+    pushed = subprocess.run(["git", "--git-dir", str(remote), "log", "--all", "--format=%an|%s"], capture_output=True,
+                            text=True, check=True).stdout
+    assert pushed.startswith("Ann|skillmill: what changed in the library on"), pushed
     ann.run("feedback", "add", "working-in-django", "helpful", "--note", f"used it with {NOTE_SECRET}", check=False)
-    first = ann.sync("--remote", str(remote))
-    assert first["created"] and first["pushed"] and first["committed"] == 1
+    assert not ann.sync()["committed"]  # (a note is personal: it is not in the library)
 
     joined = bob.sync("--remote", str(remote))  # Bob has no library yet: he gets the team's as it is
     assert joined["created"] and not joined["conflicts"]

@@ -42,7 +42,8 @@ def show(as_json: bool) -> None:
     env = {key: name for name, key in config.ENV_KEYS.items()}
     section = None
     for key, value, origin in rows:
-        head, _, leaf = key.rpartition(".")
+        shown = "library.path" if key == "library" else key  # [library] holds it beside the sharing settings
+        head, _, leaf = shown.rpartition(".")
         if head != (section or ""):
             section = head
             click.echo(f"\n[{section}]")

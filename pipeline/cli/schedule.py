@@ -59,6 +59,9 @@ def _print_plan(p: SchedulePlan, heading: str) -> None:
     echo(f"  cron       {p.cron.value}  ({p.timezone.value})    from {p.cron.origin}; zone from {p.timezone.origin}")
     echo(f"  next runs  {', '.join(_short(t, p.timezone.value) for t in p.next_runs)}")
     echo(f"  library    {p.library.value}    from {p.library.origin}")
+    if p.sync is not None:
+        echo(f"  sync       the shared library every {p.sync.value:g} min (deployment skillmill-sync/every)    "
+             f"from {p.sync.origin}")
     echo(f"  home       {p.home}    (state database, run history, config)")
     found = sum(s["files"] or 0 for s in p.sources)
     places = f"{len(p.sources)} place{'' if len(p.sources) == 1 else 's'}"
