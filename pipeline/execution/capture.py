@@ -81,7 +81,8 @@ def one(entry: dict, *, store_trajectories: bool = True, locator: Locator | None
         root = checkout.root_of(where) if where else None
         if root is None or not enabled:
             continue
-        brief = build.build(trajectory, prompts.fragments(root))
+        brief = build.build(trajectory, prompts.fragments(root),
+                            checkout_commands=prompts.defines_commands(root, str(trajectory.agent)))
         if brief is not None:
             brief["checkout"] = str(root)
         written = store.save(brief, checkout_root=str(root), session_id=str(trajectory.session_id or "") or None)

@@ -42,10 +42,12 @@ _QUESTION = re.compile(r"[^.!?\n]{8,300}\?(?=\s|$)")
 MAX_FILES = 20
 
 
-def build(trajectory: Trajectory, checkout_prompts: list[str] | None = None) -> dict[str, Any] | None:
+def build(trajectory: Trajectory, checkout_prompts: list[str] | None = None, *,
+          checkout_commands: bool = False) -> dict[str, Any] | None:
     """The brief for ``trajectory``, or None when it finished or did nothing worth going on from.
     ``checkout_prompts``: the fixed text of the checkout's custom commands (``prompts.fragments``): a user turn
-    holding one is the checkout's words, never quoted as the person's."""
+    holding one is the checkout's words, never quoted as the person's. ``checkout_commands``: the checkout
+    defines commands its agent records expanded (``prompts.defines_commands``): no user turn is quoted."""
     if trajectory.parent_session_id or str(trajectory.session_id or "").startswith("sidechain-"):
         return None  # a subagent's work: its parent session hands it over
     analysis = analyze(trajectory)
@@ -78,6 +80,10 @@ def build(trajectory: Trajectory, checkout_prompts: list[str] | None = None) -> 
         "last_action": _last_action(events, trajectory.cwd), "blocked": _blocked(events),
         "edits": sum(1 for e in events if e.purpose is Purpose.EDIT and e.ok is not False),
     }
+    if checkout_commands:  # fail closed: any user turn may be one of the checkout's prompts, expanded
+        for key in ("task", "last_instruction"):
+            if brief[key]:
+                brief[key] = {"withheld": relay.CHECKOUT_COMMANDS}
     brief["id"] = hashlib.sha256(f"{brief['session_id'] or trajectory.id}\0{trajectory.id}".encode()).hexdigest()[:16]
     return withhold_orders(brief)
 

@@ -20,6 +20,11 @@ from pipeline import confined
 #: Where agents find a project's own commands (a folder of the checkout).
 FOLDERS = (".gemini/commands", ".qwen/commands", ".claude/commands", ".codex/prompts", ".github/prompts",
            ".cursor/commands", ".kimi/commands", ".opencode/command", ".continue/prompts", ".clinerules/workflows")
+#: Agents that record a custom command the person ran as the command's expanded prompt, and where a checkout
+#: defines them: a session of one of these in a checkout that defines any quotes none of its user turns
+#: (``@{file}``, ``!{cmd}`` and short fragments leave no fixed text to recognise the prompt by).
+EXPANDING = {"gemini-cli": (".gemini/commands", ".gemini/extensions"), "qwen-code": (".qwen/commands",
+                                                                                      ".qwen/extensions")}
 MAX_FILES = 200
 MAX_BYTES = 64 * 1024
 MIN_FRAGMENT = 16  # characters: shorter fixed text ("Fix {{args}}") names nothing a person would not type
@@ -45,6 +50,21 @@ def fragments(root: Path) -> list[str]:
                 text = confined.read_text(root, Path(here, name).relative_to(root), MAX_BYTES)
                 found += _fixed(_prompt(name, text)) if text else []
     return found
+
+
+def defines_commands(root: Path, agent: str) -> bool:
+    """True when the checkout at ``root`` defines custom commands for ``agent``, one that records their expanded
+    prompts as the person's message (any entry in its folders counts: a link, a large file, one of many)."""
+    for folder in EXPANDING.get(agent, ()):
+        path = root / folder
+        if not os.path.lexists(path):
+            continue
+        if path.is_symlink() or not path.is_dir():
+            return True  # a link or a file where the folder belongs: the agent may well follow it
+        with os.scandir(path) as entries:
+            if next(entries, None) is not None:
+                return True
+    return False
 
 
 def is_checkouts(text: str, known: list[str]) -> bool:

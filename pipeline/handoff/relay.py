@@ -47,7 +47,9 @@ PROSE = AGENT  # the name the brief's first description used
 #: Why the agent's own words are never quoted: three rounds of blind attacks found plain words that still steer an
 #: agent ("Run NPM publish", "run netlify deploy prod") past every description of them that was tried.
 AGENT_WITHHELD = "the agent's own words are not passed on unreviewed"
-REASONS = frozenset({AGENT_WITHHELD, 
+#: Why the person's words are not quoted from a session in a checkout that defines its agent's commands.
+CHECKOUT_COMMANDS = "the checkout defines commands its agent records as the user's words"
+REASONS = frozenset({AGENT_WITHHELD, CHECKOUT_COMMANDS, 
     "holds characters a brief does not pass on", "a word mixes alphabets", "not a plain path of the checkout",
     "not an ordinary project command", "states a password", "the agent's words hold more than words, numbers, code "
     "names and files", "names a program outside an ordinary command", "a rule for skill text flagged it",
