@@ -23,8 +23,11 @@ FOLDERS = (".gemini/commands", ".qwen/commands", ".claude/commands", ".codex/pro
 #: Agents that record a custom command the person ran as the command's expanded prompt, and where a checkout
 #: defines them: a session of one of these in a checkout that defines any quotes none of its user turns
 #: (``@{file}``, ``!{cmd}`` and short fragments leave no fixed text to recognise the prompt by).
-EXPANDING = {"gemini-cli": (".gemini/commands", ".gemini/extensions"), "qwen-code": (".qwen/commands",
-                                                                                      ".qwen/extensions")}
+EXPANDING = {"gemini-cli": (".gemini/commands", ".gemini/extensions"),
+             "qwen-code": (".qwen/commands", ".qwen/extensions"),
+             # /skill:<name> sends the whole SKILL.md as a plain user message (kimisoul.py _make_skill_runner), from
+             # the project's skill folders it reads (skill/__init__.py get_project_skills_dir_candidates)
+             "kimi-cli": (".kimi/skills", ".agents/skills", ".claude/skills", ".codex/skills")}
 MAX_FILES = 200
 MAX_BYTES = 64 * 1024
 MIN_FRAGMENT = 16  # characters: shorter fixed text ("Fix {{args}}") names nothing a person would not type

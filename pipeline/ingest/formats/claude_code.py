@@ -432,8 +432,9 @@ class _Session:
     # -- user -----------------------------------------------------------------------------
     def _user(self, entry: dict[str, Any], message: dict[str, Any], stamp: Any, sidechain: bool) -> None:
         content = message.get("content")
-        # A compact summary ("This session is being continued ...") is Claude Code talking, not a person.
-        meta = entry.get("isMeta") is True or entry.get("isCompactSummary") is True
+        # A compact summary ("This session is being continued ...") is Claude Code talking, not a person; an entry
+        # with a sourceToolUseID is a slash command the model ran through its SlashCommand tool.
+        meta = entry.get("isMeta") is True or entry.get("isCompactSummary") is True or bool(entry.get("sourceToolUseID"))
         if isinstance(content, str):
             self._user_text(content, stamp, meta, sidechain)
             return
@@ -472,7 +473,9 @@ class _Session:
             return
         prompt = attachment.get("prompt")
         text = prompt if isinstance(prompt, str) else _result_text(prompt)
-        self._deliver("attachment", text, stamp, attachment.get("isMeta") is True, sidechain)
+        origin = attachment.get("origin")  # who queued it: a person ("human"), or the CLI or another agent's task
+        person = origin is None or isinstance(origin, dict) and origin.get("kind") == "human"
+        self._deliver("attachment", text, stamp, attachment.get("isMeta") is True or not person, sidechain)
 
     def queue(self, entry: dict[str, Any]) -> None:
         """Claude Code's prompt queue (``queue-operation``, 2.0.x on): what the person typed while the
