@@ -248,3 +248,22 @@ def test_candidates_pushed_to_a_branch_are_approved_by_merging_it(team: tuple[Pe
     assert (ann.library / "working-in-sympy" / "SKILL.md").is_file()
     assert not (ann.library / "_candidates" / "working-in-sympy").exists()
     assert "approved by merging the branch skills/ann-1" in (ann.library / "working-in-sympy" / "SKILL.md").read_text()
+
+
+def test_a_link_in_the_teams_history_is_a_plain_file_here(team: tuple[Person, Person, Path]) -> None:
+    """A teammate's push is data: a link to ~/.bashrc in the remote checks out as a small file holding its text."""
+    ann, bob, remote = team
+    ann.library.mkdir(parents=True)
+    shutil.copytree(ROOT / "skills" / "_candidates" / "working-in-sympy", ann.library / "_candidates" / "x")
+    ann.sync("--remote", str(remote))
+    work = bob.root / "plain-clone"
+    env = bob.env()
+    subprocess.run(["git", "clone", "-q", "-b", "main", str(remote), str(work)], check=True, env=env)
+    (work / "evil").mkdir()
+    (work / "evil" / "SKILL.md").symlink_to(bob.root / ".gitconfig")
+    subprocess.run(["git", "-C", str(work), "add", "-A"], check=True, env=env)
+    subprocess.run(["git", "-C", str(work), "commit", "-qm", "a link"], check=True, env=env)
+    subprocess.run(["git", "-C", str(work), "push", "-q", "origin", "HEAD:main"], check=True, env=env)
+    ann.sync()
+    planted = ann.library / "evil" / "SKILL.md"
+    assert planted.exists() and not planted.is_symlink() and planted.read_text() == str(bob.root / ".gitconfig")
