@@ -267,3 +267,20 @@ def test_a_link_in_the_teams_history_is_a_plain_file_here(team: tuple[Person, Pe
     ann.sync()
     planted = ann.library / "evil" / "SKILL.md"
     assert planted.exists() and not planted.is_symlink() and planted.read_text() == str(bob.root / ".gitconfig")
+
+
+def test_a_decision_commits_its_own_skill_only(team: tuple[Person, Person, Path]) -> None:
+    """A review decision is a commit of the skill decided (and the log); a run's candidates not synced yet wait
+    for the next sync's own commit."""
+    ann, _, remote = team
+    ann.library.mkdir(parents=True)
+    source = ROOT / "skills" / "_candidates" / "working-in-sympy"
+    shutil.copytree(source, ann.library / "_candidates" / "working-in-sympy")
+    ann.sync("--remote", str(remote))
+    later = ann.library / "_candidates" / "working-in-flask"  # as a run writes it, after the sync
+    shutil.copytree(ROOT / "skills" / "_candidates" / "working-in-flask", later)
+    ann.run("review", "approve", "working-in-sympy")
+    files = subprocess.run(["git", "-C", str(ann.library), "show", "--name-only", "--format=%s", "HEAD"],
+                           capture_output=True, text=True, check=True).stdout.split()
+    assert "working-in-sympy/SKILL.md" in files and not any("working-in-flask" in f for f in files), files
+    assert ann.sync()["committed"] == 1  # the run's candidate, in a commit of its own

@@ -141,12 +141,20 @@ def sync(library: Library, remote: str | None = None, *, publish: Callable[[Libr
     return result
 
 
-def record(library: Library, who: str, message: str) -> str | None:
-    """Commit a review decision already on disk, authored by ``who`` (a no-op for a library not shared)."""
+def record(library: Library, who: str, message: str, skill: str | None = None) -> str | None:
+    """Commit a review decision already on disk, authored by ``who`` (a no-op for a library not shared): the files
+    of ``skill`` and the review log only, so a run's candidates not synced yet are not made part of it."""
     repo = Repo(library.root)
     if not repo.ours:
         return None
-    return repo.commit(message, who)
+    if skill is None:
+        return repo.commit(message, who)
+    places = [str(library.folder(skill, s).relative_to(library.root)) for s in STATUS_DIRS]  # type: ignore[arg-type]
+    places += [f"{PROPOSED_DIR}/{skill}", f"_rejected/{PROPOSED_DIR}/{skill}", f"_history/{skill}",
+               f"{CONFLICTS_DIR}/{skill}", "_audit.jsonl"]
+    tracked = set(repo.run("ls-files", "-z", "--", *places).out.split("\0"))
+    paths = [p for p in places if (library.root / p).exists() or any(t == p or t.startswith(f"{p}/") for t in tracked)]
+    return repo.commit(message, who, paths) if paths else None
 
 
 # -- setting up -----------------------------------------------------------------------------------

@@ -317,7 +317,7 @@ class Review:
                                           status=status, target=target, before=before, after=after,
                                           reason=reason, flags=codes)
         what = f"{action} {name} v{skill.version}" + (" (proposed change)" if target == "proposal" else "")
-        sync.record(self.library, self.who, f"{what}: {reason}" if reason else what)  # a team library: a commit
+        sync.record(self.library, self.who, f"{what}: {reason}" if reason else what, name)  # a team library: a commit
         return Decision(action, name, skill.version, status, entry, codes)
 
 
