@@ -301,3 +301,24 @@ def test_instruction_files_are_cited_and_where_things_are_is_by_folder() -> None
     where = notes.split("## Where things are\n", 1)[1]
     assert where.startswith("- `packages/module/es/src/` (code): ") and "sessions" in where
     assert "## Instruction files" in markdown.render(skill) and "CONVENTIONS.md" in markdown.served(skill)
+
+
+def test_powershell_output_plumbing_is_not_part_of_a_command() -> None:
+    """Read in a real Copilot CLI session on Windows (softwaresalt/agent-engram): `2>&1 | Out-File logs\\x.txt` and
+    `| Select-Object -Last 20` cut or keep output, as `| tail -20` does; a manual showed them as the command."""
+    assert template(r"cargo test --test contract_read 2>&1 | Out-File logs\contract-test-output.txt") == \
+        "cargo test --test <tests>"
+    assert template("cargo test --test contract_task_removal 2>&1 | Select-Object -Last 20") == "cargo test --test <tests>"
+    assert template("make test | tee build.log") == "make test"
+    assert template("npm test | grep FAIL") == "npm test | grep FAIL"  # a filter that says what it looks for stays
+
+
+def test_a_runner_named_inside_quotes_is_data_not_the_program() -> None:
+    """Read in a real session (softwaresalt/agent-engram): `bd create "..." --description="... Verify cargo test
+    passes."` files an issue; a manual listed it under Tests."""
+    from pipeline.trajectory.commands import Purpose, shell_purpose
+
+    assert shell_purpose('bd create "Phase 4" --description="Verify cargo test passes." --json') is not Purpose.TEST
+    assert shell_purpose('git commit -m "make the tests pass"') is not Purpose.TEST
+    assert shell_purpose('pytest -k "slow and db"') is Purpose.TEST
+    assert shell_purpose('python -m pytest "tests/a b.py"') is Purpose.TEST

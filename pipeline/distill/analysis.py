@@ -29,7 +29,11 @@ from pipeline.trajectory.commands import CHECKS, Purpose, classify, error_signat
 
 #: Failures of these purposes are worth pairing with what fixed them; a grep finding nothing is not.
 _PAIRED_PURPOSES = CHECKS | {Purpose.RUN, Purpose.INSTALL}
-_NOISE_PIPES = re.compile(r"\s*(2>&1|\|\s*(head|tail)(\s+-n)?\s+-?\d+|\|\s*(head|tail)\b|>\s*/dev/null)\s*")
+#: Output plumbing: what a command's output is cut to or kept in, not what it runs (POSIX shells and PowerShell:
+#: ``| tail -20``, ``2>&1 | Out-File logs\x.txt``, ``| Select-Object -Last 20``, ``| tee log.txt``).
+_NOISE_PIPES = re.compile(r"\s*(2>&1|\|\s*(head|tail)(\s+-n)?\s+-?\d+|\|\s*(head|tail)\b|>\s*/dev/null"
+                          r"|\|\s*(?:Out-File|Tee-Object|tee)(?:\s+-\w+)*\s+[^\s|;&]+|\|\s*Select-Object\s+-(?:Last|First)\s+\d+"
+                          r"|\|\s*(?:Out-String|Out-Host|Out-Null)\b)\s*", re.I)
 _SELECTOR = re.compile(r"(::|/|\.py$|\.[jt]sx?$|^test_\w+|^\w+_tests?$|^tests?\.\w+|^[\w]+(\.[\w]+){2,}$|^-k$)")
 _ENV_SETTING = re.compile(r"^\s*(export\s+\w+=|(source|\.)\s+\S*(venv|activate|env)\S*|conda\s+activate\b|"
                           r"(pyenv|nvm|asdf)\s+(use|local|shell|global)\b|ulimit\b)")

@@ -144,6 +144,7 @@ def segments(command: str) -> list[str]:
 _PRIORITY = (Purpose.TEST, Purpose.LINT, Purpose.BUILD, Purpose.INSTALL, Purpose.EDIT, Purpose.RUN,
              Purpose.VCS, Purpose.EXPLORE, Purpose.OTHER)
 _WRITERS = re.compile(r"^(cat|echo|printf|tee)\b")
+_QUOTED = re.compile(r"'[^']*'|\"(?:[^\"\\]|\\.)*\"")
 
 
 def segment_purpose(segment: str) -> Purpose:
@@ -155,9 +156,11 @@ def segment_purpose(segment: str) -> Purpose:
         return Purpose.EDIT
     if _EXPLORE.match(head):
         return Purpose.EXPLORE
+    # Quoted words are a program's data (`bd create "... verify cargo test passes"`), unless a shell runs them.
+    words = head if re.match(r"^(?:\S*/)?(?:bash|sh|zsh)\s+(?:-\w+\s+)*-c\b", head) else _QUOTED.sub("''", head)
     for purpose, pattern in ((Purpose.TEST, _TEST), (Purpose.LINT, _LINT), (Purpose.BUILD, _BUILD),
                              (Purpose.INSTALL, _INSTALL)):
-        if pattern.search(head):
+        if pattern.search(words):
             return purpose
     if _VCS.match(head):
         return Purpose.VCS
