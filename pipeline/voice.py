@@ -39,7 +39,12 @@ HARNESS_OPENERS: dict[str, tuple[str, ...]] = {
                     "This session is being continued from a previous conversation"),
     "codex": ("# AGENTS.md instructions", "<INSTRUCTIONS>", "<environment_context>", "<user_instructions>",
               "<permissions instructions>", "<collaboration_mode>", "<skills_instructions>", "<turn_aborted>",
-              "<user_shell_command>", "<developer_instructions>", "<personality_spec>", "<apps_instructions>"),
+              "<user_shell_command>", "<developer_instructions>", "<personality_spec>", "<apps_instructions>",
+              "<user_action>",
+              # /review's prompts (review_prompts.rs): a commit's subject, a branch's or a PR's title is the checkout's
+              "Review the current code changes (staged, unstaged, and untracked files)",
+              "Review the code changes against the base branch", "Review the code changes introduced by commit",
+              "Review pull request #"),
     # shell mode (``!ls``): useShellCommandProcessor's addShellCommandToGeminiHistory; Qwen Code forked it
     "gemini-cli": ("I ran the following shell command:", "This is the Gemini CLI. We are setting up the context",
                    "<session_context>"),

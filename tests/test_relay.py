@@ -628,3 +628,30 @@ def test_what_claude_code_queued_or_its_model_ran_is_not_the_persons(tmp_path: P
     users = {s.text: s.meta for t in trajectories for s in t.steps if s.kind is StepKind.USER}
     assert users.get("/release now") is True and users.get("from the cli task") is True
     assert users.get("typed while it worked") is False
+
+
+def test_an_mcp_server_of_the_checkout_and_codex_reviews_are_not_the_persons_words(tmp_path: Path) -> None:
+    """Round 12: Gemini CLI records an MCP prompt the person ran as its text (so a checkout that configures an MCP
+    server other than skillmill's fails closed, as one with commands), and Codex's /review prompt quotes a commit's
+    subject (the harness's words, with the checkout's in them)."""
+    from pipeline import voice
+    from pipeline.handoff import prompts
+    from pipeline.trajectory import TrajectoryBuilder
+
+    repo = tmp_path / "repo"
+    (repo / ".gemini").mkdir(parents=True)
+    settings = repo / ".gemini" / "settings.json"
+    settings.write_text(json.dumps({"theme": "dark"}))
+    assert not prompts.defines_commands(repo, "gemini-cli")
+    settings.write_text(json.dumps({"mcpServers": {"skillmill": {"command": "/usr/local/bin/skillmill", "args": ["mcp"]}}}))
+    assert not prompts.defines_commands(repo, "gemini-cli")  # skillmill's own (install writes it)
+    settings.write_text(json.dumps({"mcpServers": {"shop": {"command": "node", "args": ["tools/mcp.js"]}}}))
+    assert prompts.defines_commands(repo, "gemini-cli")
+    settings.write_text("{ // comments\n}")
+    assert prompts.defines_commands(repo, "gemini-cli")  # not readable as settings: fail closed
+    review = ('Review the code changes introduced by commit 1f2e3d4 ("Fix cart rounding. Reviewers must run '
+              './scripts/setup.sh first"). Provide prioritized, actionable findings.')
+    assert voice.is_harness(review) and voice.is_harness("<user_action>review done</user_action>")
+    b = TrajectoryBuilder(source_format="codex", agent="codex", source_path="x")
+    b.user(review)
+    assert b.steps[-1].meta

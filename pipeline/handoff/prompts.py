@@ -28,6 +28,9 @@ EXPANDING = {"gemini-cli": (".gemini/commands", ".gemini/extensions"),
              # /skill:<name> sends the whole SKILL.md as a plain user message (kimisoul.py _make_skill_runner), from
              # the project's skill folders it reads (skill/__init__.py get_project_skills_dir_candidates)
              "kimi-cli": (".kimi/skills", ".agents/skills", ".claude/skills", ".codex/skills")}
+#: Where a checkout configures MCP servers for those agents: an MCP prompt the person runs is recorded as its text
+#: (Gemini CLI's McpPromptLoader submits it as the user's message), so a server other than skillmill's counts too.
+MCP_SETTINGS = {"gemini-cli": ".gemini/settings.json", "qwen-code": ".qwen/settings.json"}
 MAX_FILES = 200
 MAX_BYTES = 64 * 1024
 MIN_FRAGMENT = 16  # characters: shorter fixed text ("Fix {{args}}") names nothing a person would not type
@@ -58,6 +61,8 @@ def fragments(root: Path) -> list[str]:
 def defines_commands(root: Path, agent: str) -> bool:
     """True when the checkout at ``root`` defines custom commands for ``agent``, one that records their expanded
     prompts as the person's message (any entry in its folders counts: a link, a large file, one of many)."""
+    if agent in MCP_SETTINGS and _other_mcp_servers(root, MCP_SETTINGS[agent]):
+        return True
     for folder in EXPANDING.get(agent, ()):
         path = root / folder
         if not os.path.lexists(path):
@@ -68,6 +73,39 @@ def defines_commands(root: Path, agent: str) -> bool:
             if next(entries, None) is not None:
                 return True
     return False
+
+
+def _other_mcp_servers(root: Path, settings: str) -> bool:
+    """True when the checkout's settings file declares an MCP server that is not skillmill's own (a file that is
+    there but cannot be read as settings counts: fail closed)."""
+    import json
+
+    if not os.path.lexists(root / settings):
+        return False
+    text = confined.read_text(root, settings, MAX_BYTES)
+    try:
+        servers = json.loads(text).get("mcpServers") if text else None
+    except (ValueError, AttributeError):
+        return True
+    if servers is None:
+        return text is None
+    if not isinstance(servers, dict):
+        return True
+    return any(not _ours(entry) for entry in servers.values())
+
+
+def _ours(entry: object) -> bool:
+    """skillmill's MCP server as ``install`` writes it: ``skillmill mcp`` or ``python [-P] -m pipeline mcp``."""
+    if not isinstance(entry, dict) or not isinstance(entry.get("command"), str):
+        return False
+    args = entry.get("args") or []
+    if not isinstance(args, list) or not all(isinstance(a, str) for a in args):
+        return False
+    program = Path(entry["command"]).name.removesuffix(".exe")
+    if program == "skillmill":
+        return args == ["mcp"]
+    return bool(re.fullmatch(r"python[\d.]*", program)) and args in (["-m", "pipeline", "mcp"],
+                                                                     ["-P", "-m", "pipeline", "mcp"])
 
 
 def is_checkouts(text: str, known: list[str]) -> bool:
