@@ -207,7 +207,10 @@ def test_schedule_and_its_flow_runs_import_nothing_of_the_folder_it_was_started_
         # a run now, not at the next minute: the runner starts it as a subprocess of `schedule`
         credential = (Path(env["PREFECT_HOME"]) / api_auth.FILE).read_text().strip()  # the server asks for it
         api = {**env, "PREFECT_API_URL": f"http://127.0.0.1:{port}/api", "PREFECT_API_AUTH_STRING": credential}
+        # "Serving:" is printed as the runner starts registering: on a busy machine the deployment comes a moment later
         started = run([sys.executable, "-m", "prefect", "deployment", "run", f"{FLOW}/{DEPLOYMENT}"], api, tmp_path)
+        while started.returncode != 0 and "not found" in started.stdout and time.monotonic() < deadline:
+            started = run([sys.executable, "-m", "prefect", "deployment", "run", f"{FLOW}/{DEPLOYMENT}"], api, tmp_path)
         assert started.returncode == 0, started.stdout + started.stderr
         assert _flow_run_completes(api, deadline=time.monotonic() + 180), "".join(lines)
     finally:

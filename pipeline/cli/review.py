@@ -622,8 +622,10 @@ def history_command(name: str, as_json: bool, library: str | None) -> None:
 @_library_option
 def log_command(as_json: bool, skill: str | None, limit: int | None, verify: bool, library: str | None) -> None:
     """The audit log: every decision with who, when, action, skill, version, hashes and reason."""
+    from pipeline.library import sync
+
     lib = _open_library(library, reading=True)
-    problems = lib.audit.verify()
+    problems = lib.audit.verify(merged=sync.is_shared(lib))
     for problem in problems:
         click.secho(visible(f"  ! audit log {lib.audit.path}: {problem}"), err=True, fg="red")
     entries = lib.audit.entries(skill, readable_only=True)  # a line that is not an entry is a problem above

@@ -115,12 +115,13 @@ class AuditLog:
                 return entry
         return None
 
-    def verify(self) -> list[str]:
-        """Problems with the chain: lines edited, removed or reordered since they were written.
+    def verify(self, merged: bool = False) -> list[str]:
+        """Problems with the chain: lines edited, removed, inserted or reordered since they were written.
 
-        A log merged from two machines (``pipeline.library.sync``: git's union merge) interleaves two chains: a
-        line may then follow an earlier line rather than the one just above it, and a second log may start
-        (``prev`` None, ``seq`` 1); line numbers are checked only in a log no merge touched."""
+        ``merged``: the library is shared (``pipeline.library.sync``), and git's union merge interleaves the
+        machines' chains: a line may then follow an earlier line rather than the one just above it, and a second
+        log may start (``prev`` None, ``seq`` 1); line numbers are checked only in a log no merge touched. (A line
+        inserted there is what git's history shows.) Not shared, every line follows the one above it."""
         problems, seq_problems = [], []
         previous: bytes | None = None
         earlier: set[str] = set()
@@ -135,7 +136,7 @@ class AuditLog:
                 continue
             expected = hashlib.sha256(previous).hexdigest() if previous is not None else None
             if entry.prev != expected:
-                if entry.prev in earlier or (entry.prev is None and entry.seq == 1):
+                if merged and (entry.prev in earlier or (entry.prev is None and entry.seq == 1)):
                     merged = True  # written on another machine after the line it names
                 else:
                     problems.append(f"line {number} (seq {entry.seq}): the line before it was changed or removed")

@@ -22,7 +22,7 @@ from fastapi.staticfiles import StaticFiles
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 
 from pipeline.errors import SkillmillError
-from pipeline.library import Library
+from pipeline.library import Library, sync
 from pipeline.review import evidence
 from pipeline.review.batch import command_refusals, held, prose_refusals
 from pipeline.review.decisions import Review, reviewer, validate_edit
@@ -205,7 +205,7 @@ def create_app(library: Library, *, token: str, who: str, cookie: str = "skillmi
     @app.get("/log", response_class=HTMLResponse)
     def log_page(request: Request) -> HTMLResponse:
         entries = list(reversed(library.audit.entries(request.query_params.get("skill") or None)))
-        return render("log.html", request, entries=entries, problems=library.audit.verify())
+        return render("log.html", request, entries=entries, problems=library.audit.verify(merged=sync.is_shared(library)))
 
     # -- decisions --------------------------------------------------------------------
     def after_decision(name: str, order: list[str], params: Any, message: str) -> RedirectResponse:
