@@ -494,7 +494,10 @@ def test_what_the_person_says_in_plain_words_is_kept() -> None:
     """The other side of the rules above: what people write stays theirs."""
     for words in ("the password reset flow is broken", "raise the token limit to 4096", "run the tests again",
                   "run pytest tests/test_cli.py and fix it", "fix tests/test_x.py:123 and line 40",
-                  "let us update the default context compact to 90 in env var", "make the HTTP2 server faster"):
+                  "let us update the default context compact to 90 in env var", "make the HTTP2 server faster",
+                  # measured on the corpus's tasks: a slash command typed first, and redaction's own mark
+                  "/orchestrator create TODO app by Next.js", "/init",
+                  "[REDACTED_MESSAGE len=516 sha=05857781]"):
         assert relay.relay(words, relay.WORDS) == words
 
 

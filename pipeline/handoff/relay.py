@@ -209,11 +209,18 @@ def _prose_rules(text: str, password: Callable[[str], object] | None) -> str | N
         return "a rule for skill text flagged it"
     if _STATED.search(text) or (password is not None and password(text)):
         return "states a password"
-    if any(not _english(reason) for reason in why_not_plain(text)) or _UNKNOWN_FLAG(text) or _runs_other(text):
+    # redaction's own marks ([REDACTED_MESSAGE len=64 sha=7d538904]) and a slash command the person typed first
+    # (`/init`, `/orchestrator create a TODO app`: a command's name, not a path) are no words of the rules below
+    words = _SLASH_COMMAND.sub("", _REDACTION_MARK.sub(" ", text))
+    if any(not _english(reason) for reason in why_not_plain(words)) or _UNKNOWN_FLAG(words) or _runs_other(words):
         return "names a web address, a place outside the checkout or a command that is not ordinary"
-    if _PASSWORDISH.search(text) or _CREDENTIAL.search(text):
+    if _PASSWORDISH.search(words) or _CREDENTIAL.search(words):
         return "holds what looks like a password"
     return None
+
+
+_REDACTION_MARK = re.compile(r"\[REDACTED[\w-]*(?: [\w=.-]+)*\]")
+_SLASH_COMMAND = re.compile(r"\A\s*/[a-z][\w:.-]{0,60}(?=\s|\Z)")
 
 
 #: A credential in plain words: a word named for one followed by a value with a digit or a symbol in it
@@ -231,7 +238,7 @@ _CREDENTIAL = re.compile(
 #: ``Sup3rS3cret``: not ``base64Encode``), or of letters, digits and a symbol (``Summer2024!``, ``admin:Pa55word!``);
 #: an identifier, a version or a path holds a ``_``, ``.``, ``-`` or ``/`` and is not one.
 _PASSWORDISH = re.compile(r"(?<![\w./-])(?:\w+[:%])?(?:(?=\S*[a-z]\d[a-zA-Z])(?=\S*[A-Z])[A-Za-z0-9]{8,}"
-                          r"|(?=\S*\d)(?=\S*[A-Za-z])(?=\S*[!@#$%^&*+=?~])[A-Za-z0-9!@#$%^&*+=?~]{8,})(?![\w./-])")
+                          r"|(?=\S*\d)(?=\S*[A-Za-z])(?=\S*[!@#$%^&*+?~])[A-Za-z0-9!@#$%^&*+?~]{8,})(?![\w./=-])")
 
 
 #: Programs whose names are English words: "in env var", "find the bug", "make sure" are words, not commands.
