@@ -455,7 +455,10 @@ class _Session:
         if not text.strip():
             return
         head = text[:_HEAD_CHARS].lstrip()  # what marks a text is at its start; outputs can be huge
-        name = _COMMAND_NAME.search(head) if "<command-name>" in head else None
+        # a slash command's record opens with its tags; the tags inside other text (a command's output in bash
+        # mode, a hook's: `<bash-stdout><command-name>/deploy...`) are that text's words, never the person's
+        typed = head.startswith(("<command-message>", "<command-name>"))
+        name = _COMMAND_NAME.search(head) if typed else None
         if name:  # a slash command: keep "/name args" as what the person asked
             args = _COMMAND_ARGS.search(text)
             command = name.group(1).strip()
