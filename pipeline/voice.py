@@ -40,7 +40,7 @@ HARNESS_OPENERS: dict[str, tuple[str, ...]] = {
     "codex": ("# AGENTS.md instructions", "<INSTRUCTIONS>", "<environment_context>", "<user_instructions>",
               "<permissions instructions>", "<collaboration_mode>", "<skills_instructions>", "<turn_aborted>",
               "<user_shell_command>", "<developer_instructions>", "<personality_spec>", "<apps_instructions>",
-              "<user_action>",
+              "<user_action>", "<skill>", "<subagent_notification>",
               # /review's prompts (review_prompts.rs): a commit's subject, a branch's or a PR's title is the checkout's
               "Review the current code changes (staged, unstaged, and untracked files)",
               "Review the code changes against the base branch", "Review the code changes introduced by commit",
@@ -50,6 +50,9 @@ HARNESS_OPENERS: dict[str, tuple[str, ...]] = {
                    "<session_context>"),
     "qwen-code": ("<qwen:user-prompt-submit-context>", "This is the Qwen Code. We are setting up the context"),
     "openhands": ("Your previous response was blocked by the model's content filter",),
+    # a background task's end (kimi_cli/notifications/llm.py build_notification_message): the CLI's, with a tail of
+    # what the task printed
+    "kimi-cli": ("<notification ",),
 }
 _HARNESS = re.compile(r"\A\s*(?:" + "|".join(re.escape(o) for os in HARNESS_OPENERS.values() for o in os) + ")")
 

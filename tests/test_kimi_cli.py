@@ -130,3 +130,37 @@ def test_a_refused_edit_is_the_harness_not_the_project(tmp_path: Path) -> None:
     refused = t.result_of(t.tool_calls()[1])
     assert refused.is_error and refused.protocol_error
     assert not any(s.protocol_error for s in t.steps if s.call_id == "Shell:2")  # a failing test run is the project's
+
+
+def test_a_background_task_ends_in_its_notification_not_in_its_start(tmp_path: Path) -> None:
+    """Round 14 of issue 23: a Shell call run in the background answers 'started in background' (no result yet); the
+    CLI's <notification> user message says how it ended (kimi_cli/notifications/llm.py): that is its exit code, and
+    the notification is the CLI's words, not the person's last instruction."""
+    from pipeline.ingest import ingest_file
+    from pipeline.trajectory import StepKind
+
+    note = "\n".join(['<notification id="n1" category="task" type="task.completed" source_kind="background_task" '
+                      'source_id="bash-7c1e">', "Title: Background task completed", "<task-notification>",
+                      "Task ID: bash-7c1e", "Status: failed", "Exit code: 1", "Output tail:",
+                      "1 failed, 1 passed in 0.04s", "</task-notification>", "</notification>"])
+    shell = lambda n, args: {"role": "assistant", "content": "", "tool_calls": [  # noqa: E731
+        {"type": "function", "id": f"Shell:{n}", "function": {"name": "Shell", "arguments": json.dumps(args)}}]}
+    rows = [
+        {"role": "_checkpoint", "id": 0},
+        {"role": "user", "content": [{"type": "text", "text": "make divide exit 2 on zero"}]},
+        shell(1, {"command": "python -m pytest -q", "run_in_background": True}),
+        {"role": "tool", "content": [{"type": "text", "text": "<system>Command started in background.</system>"},
+                                     {"type": "text", "text": "task_id: bash-7c1e\nstatus: running"}],
+         "tool_call_id": "Shell:1"},
+        {"role": "user", "content": [{"type": "text", "text": note}]},
+    ]
+    session = tmp_path / "sessions" / ("0" * 32) / "6b0f3c9e-2d41-4c7a-8e55-1f2a3b4c5d6e" / "context.jsonl"
+    session.parent.mkdir(parents=True)
+    session.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    report, [trajectory] = ingest_file(session)
+    assert report.format == "kimi-cli", report.errors
+    [call] = trajectory.tool_calls()
+    result = trajectory.result_of(call)
+    assert (result.exit_code, result.is_error) == (1, True)
+    people = [s.text for s in trajectory.steps if s.kind is StepKind.USER and not s.meta]
+    assert people == ["make divide exit 2 on zero"]

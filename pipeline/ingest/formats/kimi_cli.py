@@ -48,6 +48,9 @@ _ROLES = _META_ROLES | {"user", "assistant", "tool", "system"}
 #: What the CLI wraps what it adds in: its own notes, and the reminders a hook's context becomes.
 _SYSTEM = re.compile(r"\A\s*<(system|system-reminder)>(.*?)</\1>\s*\Z", re.S)
 _EXIT = re.compile(r"Command failed with exit code: (-?\d+)")
+#: How a background task ended, in the user message the CLI writes for it (kimi_cli/notifications/llm.py).
+_NOTIFICATION = re.compile(r"\A\s*<notification\b.*?(?:Task ID: |source_id=\")(?P<task>[\w.-]+).*?\bExit code: (?P<code>-?\d+)",
+                           re.S)
 _ROTATED = re.compile(r"^context_\d+\.jsonl$")
 _SHELL_TOOLS = {"Shell", "bash"}
 #: kimi.json is small; one larger than this is not read.
@@ -95,12 +98,13 @@ class KimiCli(TrajectoryFormat):
         b = TrajectoryBuilder(source_format=self.name, agent=self.agent, source_path=str(path))
         prompts: list[str] = []
         touched: list[str] = []
+        background: dict[str, str] = {}  # a background task's id -> the call that started it
         for line, record in iter_jsonl(path, report):
             if not isinstance(record, dict) or not isinstance(record.get("role"), str) or record["role"] not in _ROLES:
                 report.error("not a Kimi CLI context record (role)", line)
                 continue
             try:
-                _message(b, record, prompts, touched)
+                _message(b, record, prompts, touched, background)
             except SHAPE_ERRORS as exc:
                 report.error(shape_error(f"a {record.get('role')!r} message", exc), line)
         if not b.steps:
@@ -138,16 +142,22 @@ def _parts(content: Any) -> list[tuple[str, str]]:
     return found
 
 
-def _message(b: TrajectoryBuilder, record: dict[str, Any], prompts: list[str], touched: list[str]) -> None:
+def _message(b: TrajectoryBuilder, record: dict[str, Any], prompts: list[str], touched: list[str],
+             background: dict[str, str] | None = None) -> None:
+    background = {} if background is None else background
     role = record["role"]
     if role in _META_ROLES:
         return
     parts = _parts(record.get("content"))
     said = "\n".join(text for kind, text in parts if kind == "text" and text.strip())
     if role == "user":
+        if (done := _NOTIFICATION.search(said)) and done.group("task") in background:
+            # a background task ended (notifications/llm.py): its exit code belongs to the call that started it
+            b.amend_result(background[done.group("task")], exit_code=int(done.group("code")))
         if said.strip():
-            b.user(said)
-            prompts.append(said)
+            b.user(said)  # (the CLI's words when they are a notification: voice.HARNESS_OPENERS)
+            if not said.lstrip().startswith("<notification"):
+                prompts.append(said)
         elif parts:  # CHECKPOINT n, injected reminders: from the CLI, not a person
             b.user("\n".join(text for _, text in parts), meta=True)
     elif role == "assistant":
@@ -164,9 +174,13 @@ def _message(b: TrajectoryBuilder, record: dict[str, Any], prompts: list[str], t
                 exit_code = int(match.group(1))
         if exit_code is None and notes and notes[0] == "Command executed successfully.":
             exit_code = 0
+        call_id = record.get("tool_call_id") if isinstance(record.get("tool_call_id"), str) else None
+        started = any(note.startswith("Command started in background") for note in notes)
+        if started and call_id and (task := re.search(r"\btask_id:\s*(\S+)", said)):
+            background[task.group(1)] = call_id  # no result yet: its notification tells how it ended
         text = "\n".join(t for t in [*[n for n in notes if n != "ERROR"], said] if t)
-        b.result(call_id=record.get("tool_call_id") if isinstance(record.get("tool_call_id"), str) else None,
-                 text=text, exit_code=exit_code, is_error=failed or exit_code not in (None, 0))
+        b.result(call_id=call_id, text=text, exit_code=exit_code,
+                 is_error=None if started and not failed else failed or exit_code not in (None, 0))
 
 
 def _call(b: TrajectoryBuilder, call: Any, touched: list[str]) -> None:
