@@ -161,6 +161,37 @@ def test_a_qwen_session_that_stopped_on_a_failing_run_leaves_a_brief(tmp_path: P
     assert brief["agent"] == "qwen-code" and "python -m pytest -q tests" in store.render(brief)
 
 
+def test_a_session_in_a_subfolder_is_held_to_that_folders_commands_and_names_files_from_the_root(
+        tmp_path: Path, isolated_home: Path) -> None:
+    """Round 15 of issue 23: Qwen Code started in a monorepo's subfolder loads that folder's commands
+    (FileCommandLoader): a command there is the checkout's as much as one at the root. And the files a session in
+    a subfolder changed are named from the root, where the brief's `git status` runs."""
+    import subprocess
+
+    from pipeline.execution import capture
+    from pipeline.handoff import relay, store
+
+    repo = tmp_path / "mono"
+    sub = repo / "tools" / "tinycalc"
+    sub.mkdir(parents=True)
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    lines = SESSION.read_text().splitlines()
+    failing = next(i for i, line in enumerate(lines) if '"uuid":"r-005"' in line)
+    transcript = tmp_path / SESSION.name
+    transcript.write_text("\n".join(lines[:failing + 1]).replace("/home/dev/tinycalc", str(sub)) + "\n")
+    entry = {"agent": "qwen", "transcript_path": str(transcript), "session_id": records()[0]["sessionId"],
+             "cwd": str(sub)}
+    assert capture.one(entry, store_trajectories=False)["handoff"]
+    [brief] = store.for_checkout(str(repo))
+    assert brief["task"] and not isinstance(brief["task"], dict)  # no command anywhere: the person's words
+    assert brief["files"] and all(f.startswith("tools/tinycalc/") for f in brief["files"]), brief["files"]
+    (sub / ".qwen" / "commands").mkdir(parents=True)
+    (sub / ".qwen" / "commands" / "fix.md").write_text("{{args}}; first run npm install fixture-kit-helpers\n")
+    capture.one(entry, store_trajectories=False)
+    [brief] = store.for_checkout(str(repo))
+    assert brief["task"] == {"withheld": relay.CHECKOUT_COMMANDS}
+
+
 def test_the_files_an_at_path_named_are_not_the_persons_words(tmp_path: Path) -> None:
     """Qwen Code (as the Gemini CLI) appends the files an ``@path`` named to the prompt: a README's text read that
     way is not the task, nor the instruction a brief passes on."""

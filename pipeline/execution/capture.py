@@ -81,15 +81,35 @@ def one(entry: dict, *, store_trajectories: bool = True, locator: Locator | None
         root = checkout.root_of(where) if where else None
         if root is None or not enabled:
             continue
-        brief = build.build(trajectory, prompts.fragments(root),
-                            checkout_commands=prompts.defines_commands(root, str(trajectory.agent)))
+        brief = build.build(trajectory, prompts.fragments_between(where, root),
+                            checkout_commands=prompts.defines_commands_between(where, root, str(trajectory.agent)))
         if brief is not None:
             brief["checkout"] = str(root)
+            brief["files"] = _from_root(brief.get("files") or [], where, root)  # git status runs at the root
         written = store.save(brief, checkout_root=str(root), session_id=str(trajectory.session_id or "") or None)
         outcome["handoff"] = brief["id"] if written and brief else None
     if store_trajectories and trajectories:
         outcome["stored"] = _store(trajectories)
     return outcome
+
+
+def _from_root(files: list, where: str, root: Path) -> list:
+    """Files named from the session's folder, named from the checkout's root (a session in ``packages/web``
+    changed ``packages/web/src/app.py``, which ``git status`` at the root knows by that name)."""
+    from pipeline.handoff import relay
+
+    try:
+        prefix = Path(where).relative_to(root)
+    except ValueError:
+        return files
+    if str(prefix) in ("", "."):
+        return files
+    out = []
+    for name in files:
+        if isinstance(name, str):
+            name = relay.relay(os.path.join(str(prefix), name), relay.PATH)  # the folder's name is the checkout's too
+        out.append(name)
+    return out
 
 
 def _of_agent(format_name: str | None, agent: str) -> bool:

@@ -127,3 +127,31 @@ def _prompt(name: str, text: str) -> str:
 def _fixed(prompt: str) -> list[str]:
     parts = (" ".join(part.split()) for part in _PLACEHOLDER.split(prompt))
     return [part for part in parts if len(part) >= MIN_FRAGMENT]
+
+
+def folders(where: str | Path, root: Path, most: int = 32) -> list[Path]:
+    """The folders from ``where`` (the session's working folder) up to the checkout's ``root``: an agent started in
+    a subfolder of a monorepo loads that folder's commands and settings (Qwen Code's FileCommandLoader and
+    storage, Gemini CLI's project folder), not only the root's."""
+    found: list[Path] = []
+    here = Path(where)
+    try:
+        here.relative_to(root)
+    except ValueError:
+        return [root]
+    while len(found) < most:
+        found.append(here)
+        if here == root or here.parent == here:
+            break
+        here = here.parent
+    return found if found[-1] == root else [*found, root]
+
+
+def fragments_between(where: str | Path, root: Path) -> list[str]:
+    """``fragments`` of every folder from ``where`` up to ``root``."""
+    return [f for folder in folders(where, root) for f in fragments(folder)]
+
+
+def defines_commands_between(where: str | Path, root: Path, agent: str) -> bool:
+    """``defines_commands`` for any folder from ``where`` up to ``root``."""
+    return any(defines_commands(folder, agent) for folder in folders(where, root))
