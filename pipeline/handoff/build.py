@@ -40,6 +40,10 @@ _THANKS = re.compile(r"^\W*(?:thanks?|thank you|thx|ty|great|perfect|awesome|nic
 _AUTO_COMMIT = re.compile(r"^Commit [0-9a-f]{7,40} ", re.M)
 _QUESTION = re.compile(r"[^.!?\n]{8,300}\?(?=\s|$)")
 MAX_FILES = 20
+#: The person's words are checked whole (a cut can drop what makes them refused: a closing tag past the cut) and
+#: kept to ``MAX_KEPT`` characters once they pass; longer than ``MAX_CHECKED``, they are not passed on.
+MAX_CHECKED = 20_000
+MAX_KEPT = 1200
 
 
 def build(trajectory: Trajectory, checkout_prompts: list[str] | None = None, *,
@@ -73,7 +77,7 @@ def build(trajectory: Trajectory, checkout_prompts: list[str] | None = None, *,
         "cwd": str(trajectory.cwd) if trajectory.cwd else None, "repo": str(trajectory.repo) if trajectory.repo else None,
         "ended_at": _ended(trajectory),
         "task": task,
-        "last_instruction": str(users[-1].text).strip()[:1200] if users else None,
+        "last_instruction": str(users[-1].text).strip() if users else None,
         "checks": checks, "files": files[:MAX_FILES], "todos": todos,
         "questions": _unanswered(trajectory), "tried": _tried(events, checks), "reverted": _reverted(events),
         "last_reply": _last_reply(trajectory), "looked_at": [] if files else _looked_at(events, trajectory.cwd, files),
@@ -88,11 +92,23 @@ def build(trajectory: Trajectory, checkout_prompts: list[str] | None = None, *,
     return withhold_orders(brief)
 
 
+def _kept(brief: dict[str, Any]) -> dict[str, Any]:
+    for key in ("task", "last_instruction"):
+        value = brief.get(key)
+        if isinstance(value, str):
+            brief[key] = value[:MAX_KEPT]
+    return brief
+
+
 def withhold_orders(brief: dict[str, Any]) -> dict[str, Any]:
     """``relay.withhold``, with the prose-password finder of redaction (the writer may import it; the hook may not)."""
     from pipeline.redact import prose_password
 
-    return relay.withhold(brief, password=prose_password)
+    brief = dict(brief)
+    for key in ("task", "last_instruction"):
+        if isinstance(brief.get(key), str) and len(brief[key]) > MAX_CHECKED:
+            brief[key] = {"withheld": relay.TOO_LONG}
+    return _kept(relay.withhold(brief, password=prose_password))
 
 
 def _checks(events: list[Event]) -> list[dict[str, Any]]:

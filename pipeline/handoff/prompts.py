@@ -61,7 +61,7 @@ def fragments(root: Path) -> list[str]:
 def defines_commands(root: Path, agent: str) -> bool:
     """True when the checkout at ``root`` defines custom commands for ``agent``, one that records their expanded
     prompts as the person's message (any entry in its folders counts: a link, a large file, one of many)."""
-    if agent in MCP_SETTINGS and _other_mcp_servers(root, MCP_SETTINGS[agent]):
+    if agent in MCP_SETTINGS and (_other_mcp_servers(root, MCP_SETTINGS[agent]) or _other_hooks(root, MCP_SETTINGS[agent])):
         return True
     for folder in EXPANDING.get(agent, ()):
         path = root / folder
@@ -92,6 +92,44 @@ def _other_mcp_servers(root: Path, settings: str) -> bool:
     if not isinstance(servers, dict):
         return True
     return any(not _ours(entry) for entry in servers.values())
+
+
+def _other_hooks(root: Path, settings: str) -> bool:
+    """True when the checkout's settings declare a hook other than skillmill's: a BeforeAgent hook's reply is added to
+    the user's message (Gemini CLI's ``<hook_context>``), so the checkout speaks in the person's turn."""
+    import json
+    import shlex
+
+    if not os.path.lexists(root / settings):
+        return False
+    text = confined.read_text(root, settings, MAX_BYTES)
+    try:
+        hooks = json.loads(text).get("hooks") if text else None
+    except (ValueError, AttributeError):
+        return True
+    if not hooks:
+        return text is None
+
+    def commands(value: object) -> list[object]:
+        if isinstance(value, dict):
+            return [value.get("command")] if "command" in value else [c for v in value.values() for c in commands(v)]
+        return [c for v in value for c in commands(v)] if isinstance(value, list) else []
+
+    found = commands(hooks)
+    if not found:
+        return not isinstance(hooks, dict) or any(hooks.values())
+    for command in found:
+        try:
+            words = shlex.split(command) if isinstance(command, str) else []
+        except ValueError:
+            return True
+        while words and re.fullmatch(r"[A-Z_][A-Z0-9_]*=.*", words[0]):
+            words = words[1:]
+        if len(words) < 3 or words[-2] != "hook":
+            return True
+        if not _ours({"command": words[0], "args": [*words[1:-2], "mcp"]}):  # the same program as the MCP server's
+            return True
+    return False
 
 
 def _ours(entry: object) -> bool:

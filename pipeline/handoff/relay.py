@@ -49,7 +49,8 @@ PROSE = AGENT  # the name the brief's first description used
 AGENT_WITHHELD = "the agent's own words are not passed on unreviewed"
 #: Why the person's words are not quoted from a session in a checkout that defines its agent's commands.
 CHECKOUT_COMMANDS = "the checkout defines commands its agent records as the user's words"
-REASONS = frozenset({AGENT_WITHHELD, CHECKOUT_COMMANDS, 
+TOO_LONG = "longer than a brief checks"
+REASONS = frozenset({AGENT_WITHHELD, CHECKOUT_COMMANDS, TOO_LONG, 
     "holds characters a brief does not pass on", "a word mixes alphabets", "not a plain path of the checkout",
     "not an ordinary project command", "states a password", "the agent's words hold more than words, numbers, code "
     "names and files", "names a program outside an ordinary command", "a rule for skill text flagged it",

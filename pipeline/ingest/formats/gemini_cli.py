@@ -84,6 +84,8 @@ _HISTORY = re.compile(r'^\s*\{\s*"history"\s*:\s*\[\s*(?:\]\s*,\s*"authType"|'
                       r'\{\s*(?:"role"\s*:\s*"(?:user|model)"\s*,\s*)?"parts"\s*:)')
 _CONTEXT_CWD = re.compile(r"I'm currently working in the directory: (\S[^\n]*)|Workspace Directories:\*\*\s*\n\s*- (\S[^\n]*)")
 _ASSISTANT_TYPES = {"gemini", "model"}
+#: A hook's reply added to the user's message (hookSystem: ``<hook_context>...</hook_context>``).
+_HOOK_CONTEXT = re.compile(r"<hook_context>.*?(?:</hook_context>|\Z)", re.S)
 _NOTICE_TYPES = {"info", "error", "warning"}
 #: Directories whose hash we try against projectHash; bounded so a huge session stays cheap.
 _MAX_CWD_CANDIDATES = 2000
@@ -239,6 +241,12 @@ class _Chat:
         content = message["content"] if "content" in message else message.get("parts")
         text = as_text(content)
         if kind == "user":
+            shown = as_text(message.get("displayContent")) if message.get("displayContent") else None
+            if _HOOK_CONTEXT.search(text):  # what a BeforeAgent hook added: the CLI's (and maybe a checkout's)
+                b.user(" ".join(m.group(0) for m in _HOOK_CONTEXT.finditer(text)), timestamp=stamp, meta=True)
+                text = _HOOK_CONTEXT.sub("", text).strip()
+            if shown is not None and shown.strip() and shown.strip() != text.strip():
+                text = shown  # what the person typed (newer releases keep it beside what was sent)
             if text.strip():
                 typed = typed_part(text)  # the files an @path named are the CLI's, not the person's words
                 b.user(typed, timestamp=stamp)
