@@ -36,11 +36,11 @@ HARNESS_OPENERS: dict[str, tuple[str, ...]] = {
                     "<system-reminder>", "<command-message>", "Caveat: The messages below were generated",
                     "<user-prompt-submit-hook>", "<bash-stdout>", "<bash-input>", "<bash-stderr>",
                     "<bash-notification>", "<task-notification>", "[Request interrupted by user",
-                    "This session is being continued from a previous conversation"),
+                    "This session is being continued from a previous conversation", "Stop hook feedback:"),
     "codex": ("# AGENTS.md instructions", "<INSTRUCTIONS>", "<environment_context>", "<user_instructions>",
               "<permissions instructions>", "<collaboration_mode>", "<skills_instructions>", "<turn_aborted>",
               "<user_shell_command>", "<developer_instructions>", "<personality_spec>", "<apps_instructions>",
-              "<user_action>", "<skill>", "<subagent_notification>",
+              "<user_action>", "<skill>", "<subagent_notification>", "<hook_prompt",
               # /review's prompts (review_prompts.rs): a commit's subject, a branch's or a PR's title is the checkout's
               "Review the current code changes (staged, unstaged, and untracked files)",
               "Review the code changes against the base branch", "Review the code changes introduced by commit",

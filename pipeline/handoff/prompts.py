@@ -27,7 +27,7 @@ EXPANDING = {"gemini-cli": (".gemini/commands", ".gemini/extensions"),
              "qwen-code": (".qwen/commands", ".qwen/extensions"),
              # /skill:<name> sends the whole SKILL.md as a plain user message (kimisoul.py _make_skill_runner), from
              # the project's skill folders it reads (skill/__init__.py get_project_skills_dir_candidates)
-             "kimi-cli": (".kimi/skills", ".agents/skills", ".claude/skills", ".codex/skills")}
+             "kimi-cli": (".kimi/skills", ".agents/skills", ".claude/skills", ".codex/skills", ".agents/hooks")}
 #: Where a checkout configures MCP servers for those agents: an MCP prompt the person runs is recorded as its text
 #: (Gemini CLI's McpPromptLoader submits it as the user's message), so a server other than skillmill's counts too.
 MCP_SETTINGS = {"gemini-cli": ".gemini/settings.json", "qwen-code": ".qwen/settings.json"}

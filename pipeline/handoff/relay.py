@@ -62,6 +62,8 @@ _SPACE = re.compile(r"[\s\x00-\x1f\x7f-\x9f]+")
 _TYPOGRAPHIC = set("•·°±×€£¥")
 #: Letters of alphabets whose shapes pass for Latin ones: a word may not mix these with Latin, or each other.
 _LOOKALIKE_SCRIPTS = frozenset({"LATIN", "CYRILLIC", "GREEK", "ARMENIAN", "CHEROKEE", "COPTIC"})
+#: A folder named like a web host (``get.evil-cdn.example.com/install.sh``): an address, not a folder of the checkout.
+HOSTNAME = re.compile(r"(?:[A-Za-z0-9-]+\.){2,}[A-Za-z]{2,24}")
 _PATH = re.compile(r"[\w.@+/-]{1,300}", re.ASCII)  # a file name in another script: withheld (it can say anything)
 #: A credential stated as a value: ``password: x``, ``token = x``, ``the api key is x`` (not a redaction's mark).
 _STATED = re.compile(r"\b(?:pass(?:word|wd|phrase|code)?|pwd|secret|token|api[ _-]?key)\b\s*(?:[:=]|\bis\b)\s*"
@@ -122,7 +124,8 @@ def why_not(text: object, kind: str, password: Callable[[str], object] | None = 
         return "holds characters a brief does not pass on"
     if kind == PATH:
         parts = text.split("/")
-        if not _PATH.fullmatch(text) or text.startswith("/") or ".." in parts or ".git" in parts:
+        if not _PATH.fullmatch(text) or text.startswith("/") or ".." in parts or ".git" in parts \
+                or any(HOSTNAME.fullmatch(part) for part in parts[:-1]):
             return "not a plain path of the checkout"
         if _sentence_in_name(text, password):
             return "a file name that reads as a sentence"

@@ -30,6 +30,7 @@ _REVISION = re.compile(r"HEAD(?:[~^]\d{0,3})*|[0-9a-f]{7,40}(?:\.\.[0-9a-f]{7,40
 _NUMBER = re.compile(r"-?\d{1,6}(?:\.\d{1,3})?[smh]?")
 _PATH_WORD = re.compile(r"[\w.@+/-]{1,200}")
 _EXTENSION = re.compile(r"[\w.@+-]{1,80}\.[A-Za-z0-9]{1,5}")  # a file name: setup.py, requirements.txt
+_HOSTNAME = re.compile(r"(?:[A-Za-z0-9-]+\.){2,}[A-Za-z]{2,24}")
 _OPTION = re.compile(r"(--?[A-Za-z][\w-]*)=(.*)", re.S)
 
 
@@ -79,8 +80,9 @@ def _path(text: str) -> str:
     """A plain path of the checkout (``tests/x.py::test_y`` as ``tests/x.py``), else ``...``."""
     path = text.split("::", 1)[0]
     parts = path.split("/")
-    if not _PATH_WORD.fullmatch(path) or path.startswith("/") or ".." in parts or ".git" in parts:
-        return ELIDED
+    if not _PATH_WORD.fullmatch(path) or path.startswith("/") or ".." in parts or ".git" in parts \
+            or any(_HOSTNAME.fullmatch(part) for part in parts[:-1]):
+        return ELIDED  # (a folder named like a web host is an address)
     if path in (".", "./") or "/" in path.rstrip("/") or path.endswith("/") or _EXTENSION.fullmatch(path):
         return path
     return ELIDED
