@@ -42,6 +42,17 @@ def env(base: Mapping[str, str] | None = None, **extra: str) -> dict[str, str]:
     return {**(os.environ if base is None else base), **SAFE_ENV, **extra}
 
 
+def runs_skillmill(words: list[str]) -> bool:
+    """Whether the program part of a command line is skillmill as ``install`` writes it: ``skillmill`` (from any
+    folder) or ``<python> [-P] -m pipeline`` (what :func:`argv` starts)."""
+    import re
+
+    if len(words) == 1:
+        return Path(words[0]).name.removesuffix(".exe") == "skillmill"
+    return len(words) >= 3 and words[-2:] == ["-m", "pipeline"] and all(w == "-P" for w in words[1:-2]) \
+        and re.fullmatch(r"python[\d.]*", Path(words[0]).name) is not None
+
+
 def folder() -> Path:
     """Where a child starts: skillmill's home (created owner-only when missing)."""
     from pipeline import private, settings

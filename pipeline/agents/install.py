@@ -114,11 +114,7 @@ def _is_ours(command: str) -> bool:
         words = words[1:]
     if len(words) < 3 or words[-2] != "hook" or words[-1] not in HOOK_EVENTS:
         return False
-    program = words[:-2]
-    if len(program) == 1:
-        return Path(program[0]).name.removesuffix(".exe") == "skillmill"
-    return program[-2:] == ["-m", "pipeline"] and re.fullmatch(r"python[\d.]*", Path(program[0]).name) is not None \
-        and all(w == "-P" for w in program[1:-2])
+    return spawn.runs_skillmill(words[:-2])
 
 
 #: An agent's settings file larger than this is not one skillmill rewrites.

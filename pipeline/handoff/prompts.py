@@ -15,7 +15,7 @@ import re
 import tomllib
 from pathlib import Path
 
-from pipeline import confined
+from pipeline import confined, spawn
 
 #: Where agents find a project's own commands (a folder of the checkout).
 FOLDERS = (".gemini/commands", ".qwen/commands", ".claude/commands", ".codex/prompts", ".github/prompts",
@@ -61,7 +61,7 @@ def fragments(root: Path) -> list[str]:
 def defines_commands(root: Path, agent: str) -> bool:
     """True when the checkout at ``root`` defines custom commands for ``agent``, one that records their expanded
     prompts as the person's message (any entry in its folders counts: a link, a large file, one of many)."""
-    if agent in MCP_SETTINGS and (_other_mcp_servers(root, MCP_SETTINGS[agent]) or _other_hooks(root, MCP_SETTINGS[agent])):
+    if agent in MCP_SETTINGS and _settings_speak(root, MCP_SETTINGS[agent]):
         return True
     for folder in EXPANDING.get(agent, ()):
         path = root / folder
@@ -75,40 +75,37 @@ def defines_commands(root: Path, agent: str) -> bool:
     return False
 
 
-def _other_mcp_servers(root: Path, settings: str) -> bool:
-    """True when the checkout's settings file declares an MCP server that is not skillmill's own (a file that is
-    there but cannot be read as settings counts: fail closed)."""
+def _settings_speak(root: Path, settings: str) -> bool:
+    """True when the checkout's settings file declares an MCP server or a hook that is not skillmill's own: an MCP
+    prompt the person runs is recorded as its text, a BeforeAgent hook's reply joins the person's message (Gemini
+    CLI's ``<hook_context>``). A file that is there but cannot be read as settings counts: fail closed."""
     import json
 
     if not os.path.lexists(root / settings):
         return False
     text = confined.read_text(root, settings, MAX_BYTES)
+    if text == "":
+        return False  # an empty settings file declares nothing
     try:
-        servers = json.loads(text).get("mcpServers") if text else None
-    except (ValueError, AttributeError):
+        data = json.loads(text) if text else None
+    except ValueError:
         return True
+    if not isinstance(data, dict):
+        return True
+    return _other_mcp_servers(data.get("mcpServers")) or _other_hooks(data.get("hooks"))
+
+
+def _other_mcp_servers(servers: object) -> bool:
     if servers is None:
-        return text is None
-    if not isinstance(servers, dict):
-        return True
-    return any(not _ours(entry) for entry in servers.values())
+        return False
+    return not isinstance(servers, dict) or any(not _ours(entry) for entry in servers.values())
 
 
-def _other_hooks(root: Path, settings: str) -> bool:
-    """True when the checkout's settings declare a hook other than skillmill's: a BeforeAgent hook's reply is added to
-    the user's message (Gemini CLI's ``<hook_context>``), so the checkout speaks in the person's turn."""
-    import json
+def _other_hooks(hooks: object) -> bool:
     import shlex
 
-    if not os.path.lexists(root / settings):
-        return False
-    text = confined.read_text(root, settings, MAX_BYTES)
-    try:
-        hooks = json.loads(text).get("hooks") if text else None
-    except (ValueError, AttributeError):
-        return True
     if not hooks:
-        return text is None
+        return False
 
     def commands(value: object) -> list[object]:
         if isinstance(value, dict):
@@ -125,9 +122,7 @@ def _other_hooks(root: Path, settings: str) -> bool:
             return True
         while words and re.fullmatch(r"[A-Z_][A-Z0-9_]*=.*", words[0]):
             words = words[1:]
-        if len(words) < 3 or words[-2] != "hook":
-            return True
-        if not _ours({"command": words[0], "args": [*words[1:-2], "mcp"]}):  # the same program as the MCP server's
+        if len(words) < 3 or words[-2] != "hook" or not spawn.runs_skillmill(words[:-2]):
             return True
     return False
 
@@ -137,13 +132,9 @@ def _ours(entry: object) -> bool:
     if not isinstance(entry, dict) or not isinstance(entry.get("command"), str):
         return False
     args = entry.get("args") or []
-    if not isinstance(args, list) or not all(isinstance(a, str) for a in args):
+    if not isinstance(args, list) or not all(isinstance(a, str) for a in args) or args[-1:] != ["mcp"]:
         return False
-    program = Path(entry["command"]).name.removesuffix(".exe")
-    if program == "skillmill":
-        return args == ["mcp"]
-    return bool(re.fullmatch(r"python[\d.]*", program)) and args in (["-m", "pipeline", "mcp"],
-                                                                     ["-P", "-m", "pipeline", "mcp"])
+    return spawn.runs_skillmill([entry["command"], *args[:-1]])
 
 
 def is_checkouts(text: str, known: list[str]) -> bool:

@@ -62,8 +62,6 @@ _SPACE = re.compile(r"[\s\x00-\x1f\x7f-\x9f]+")
 _TYPOGRAPHIC = set("•·°±×€£¥")
 #: Letters of alphabets whose shapes pass for Latin ones: a word may not mix these with Latin, or each other.
 _LOOKALIKE_SCRIPTS = frozenset({"LATIN", "CYRILLIC", "GREEK", "ARMENIAN", "CHEROKEE", "COPTIC"})
-#: A folder named like a web host (``get.evil-cdn.example.com/install.sh``): an address, not a folder of the checkout.
-HOSTNAME = re.compile(r"(?:[A-Za-z0-9-]+\.){2,}[A-Za-z]{2,24}")
 _PATH = re.compile(r"[\w.@+/-]{1,300}", re.ASCII)  # a file name in another script: withheld (it can say anything)
 #: A credential stated as a value: ``password: x``, ``token = x``, ``the api key is x`` (not a redaction's mark).
 _STATED = re.compile(r"\b(?:pass(?:word|wd|phrase|code)?|pwd|secret|token|api[ _-]?key)\b\s*(?:[:=]|\bis\b)\s*"
@@ -125,7 +123,7 @@ def why_not(text: object, kind: str, password: Callable[[str], object] | None = 
     if kind == PATH:
         parts = text.split("/")
         if not _PATH.fullmatch(text) or text.startswith("/") or ".." in parts or ".git" in parts \
-                or any(HOSTNAME.fullmatch(part) for part in parts[:-1]):
+                or _names_a_host(parts):
             return "not a plain path of the checkout"
         if _sentence_in_name(text, password):
             return "a file name that reads as a sentence"
@@ -216,7 +214,7 @@ def _prose_rules(text: str, password: Callable[[str], object] | None) -> str | N
     # redaction's own marks ([REDACTED_MESSAGE len=64 sha=7d538904]) and a slash command the person typed first
     # (`/init`, `/orchestrator create a TODO app`: a command's name, not a path) are no words of the rules below
     words = _SLASH_COMMAND.sub("", _REDACTION_MARK.sub(" ", text))
-    if any(not _english(reason) for reason in why_not_plain(words)) or _UNKNOWN_FLAG(words) or _runs_other(words):
+    if any(not _english(reason) for reason in why_not_plain(words)) or _unknown_flag(words) or _runs_other(words):
         return "names a web address, a place outside the checkout or a command that is not ordinary"
     if _PASSWORDISH.search(words) or _CREDENTIAL.search(words):
         return "holds what looks like a password"
@@ -278,11 +276,17 @@ def _runs_other(text: str) -> bool:
     return False
 
 
-def _UNKNOWN_FLAG(text: str) -> bool:  # noqa: N802 (reads as the rule it is)
+def _unknown_flag(text: str) -> bool:
     """An option word (``--no-verify``) in the person's words that no ordinary table names."""
     from pipeline.safety.ours import known_option
 
     return any(not known_option(word) for word in re.findall(r"(?<![\w-])--?[A-Za-z][\w-]*", text))
+
+
+def _names_a_host(parts: list[str]) -> bool:
+    from pipeline.safety.ours import names_a_host
+
+    return names_a_host(parts)
 
 
 def _sentence_in_name(text: str, password: Callable[[str], object] | None) -> bool:

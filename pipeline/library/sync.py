@@ -315,8 +315,8 @@ def _one_side(library: Library, where: tuple[str, str], file: Path, ours: str | 
 def _settle_statuses(library: Library) -> list[Conflict]:
     """A skill in two places after a merge (approved here, rejected there): the stricter decision stays."""
     found: dict[str, list[str]] = {}
-    for status in STATUS_DIRS:
-        base = library.folder("x", status).parent  # type: ignore[arg-type]
+    for status, sub in STATUS_DIRS.items():
+        base = library.root / sub if sub else library.root
         if not base.is_dir():
             continue
         for folder in base.iterdir():

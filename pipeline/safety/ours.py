@@ -81,8 +81,8 @@ def _path(text: str) -> str:
     path = text.split("::", 1)[0]
     parts = path.split("/")
     if not _PATH_WORD.fullmatch(path) or path.startswith("/") or ".." in parts or ".git" in parts \
-            or any(_HOSTNAME.fullmatch(part) for part in parts[:-1]):
-        return ELIDED  # (a folder named like a web host is an address)
+            or names_a_host(parts):
+        return ELIDED
     if path in (".", "./") or "/" in path.rstrip("/") or path.endswith("/") or _EXTENSION.fullmatch(path):
         return path
     return ELIDED
@@ -92,6 +92,12 @@ def known_option(word: str) -> bool:
     """True when ``word`` (``--lf``, ``-x``, ``--tb=short``) is an option some ordinary table names."""
     name = word.split("=", 1)[0]
     return name in _vocabulary() or name in _DEVICES
+
+
+def names_a_host(parts: list[str]) -> bool:
+    """A path whose folder is named like a web host (``get.evil-cdn.example.com/install.sh``): an address, not a
+    folder of the checkout (its last part is a file's name: ``jquery.min.js``)."""
+    return any(_HOSTNAME.fullmatch(part) for part in parts[:-1])
 
 
 @cache
