@@ -81,6 +81,14 @@ def team(tmp_path: Path) -> tuple[Person, Person, Path]:
     return person(tmp_path, "Ann"), person(tmp_path, "Bob"), remote
 
 
+def with_candidate(who: Person, name: str = "working-in-sympy", as_name: str | None = None) -> Path:
+    """A candidate of this repository's demo library (skills/_candidates), in ``who``'s library, as a run leaves it."""
+    target = who.library / "_candidates" / (as_name or name)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copytree(ROOT / "skills" / "_candidates" / name, target)
+    return target
+
+
 def samples_with_a_secret(tmp_path: Path) -> Path:
     copy = tmp_path / "samples"
     shutil.copytree(ROOT / "samples", copy)
@@ -160,10 +168,7 @@ def test_what_one_person_proposes_a_teammate_approves_and_everyones_agents_get(
 def test_the_same_skill_changed_on_two_machines_is_kept_twice_and_settled_by_a_person(
         team: tuple[Person, Person, Path], tmp_path: Path) -> None:
     ann, bob, remote = team
-    skill = ROOT / "skills" / "_candidates" / "working-in-sympy"
-    target = ann.library / "_candidates" / "working-in-sympy"
-    target.parent.mkdir(parents=True)
-    shutil.copytree(skill, target)
+    with_candidate(ann)
     ann.sync("--remote", str(remote))
     bob.sync("--remote", str(remote))
 
@@ -191,9 +196,7 @@ def test_the_same_skill_changed_on_two_machines_is_kept_twice_and_settled_by_a_p
 
 def test_one_approves_what_the_other_rejects_the_stricter_decision_stays(team: tuple[Person, Person, Path]) -> None:
     ann, bob, remote = team
-    target = ann.library / "_candidates" / "working-in-sympy"
-    target.parent.mkdir(parents=True)
-    shutil.copytree(ROOT / "skills" / "_candidates" / "working-in-sympy", target)
+    with_candidate(ann)
     ann.sync("--remote", str(remote))
     bob.sync("--remote", str(remote))
     ann.run("review", "approve", "working-in-sympy")
@@ -209,8 +212,7 @@ def test_one_approves_what_the_other_rejects_the_stricter_decision_stays(team: t
 
 def test_an_unreachable_remote_leaves_the_library_working(team: tuple[Person, Person, Path]) -> None:
     ann, _, remote = team
-    ann.library.mkdir(parents=True)
-    shutil.copytree(ROOT / "skills" / "_candidates" / "working-in-sympy", ann.library / "_candidates" / "x")
+    with_candidate(ann, as_name="x")
     ann.sync("--remote", str(remote))
     moved = remote.with_name("gone.git")
     remote.rename(moved)
@@ -232,9 +234,7 @@ def test_a_library_inside_another_repository_is_left_alone(tmp_path: Path) -> No
 
 def test_candidates_pushed_to_a_branch_are_approved_by_merging_it(team: tuple[Person, Person, Path]) -> None:
     ann, bob, remote = team
-    target = ann.library / "_candidates" / "working-in-sympy"
-    target.parent.mkdir(parents=True)
-    shutil.copytree(ROOT / "skills" / "_candidates" / "working-in-sympy", target)
+    with_candidate(ann)
     ann.sync("--remote", str(remote))
     assert ann.sync("--branch", "skills/ann-1")["pushed"]
     assert (ann.library / "_candidates" / "working-in-sympy").is_dir()  # nothing changed here
@@ -253,8 +253,7 @@ def test_candidates_pushed_to_a_branch_are_approved_by_merging_it(team: tuple[Pe
 def test_a_link_in_the_teams_history_is_a_plain_file_here(team: tuple[Person, Person, Path]) -> None:
     """A teammate's push is data: a link to ~/.bashrc in the remote checks out as a small file holding its text."""
     ann, bob, remote = team
-    ann.library.mkdir(parents=True)
-    shutil.copytree(ROOT / "skills" / "_candidates" / "working-in-sympy", ann.library / "_candidates" / "x")
+    with_candidate(ann, as_name="x")
     ann.sync("--remote", str(remote))
     work = bob.root / "plain-clone"
     env = bob.env()
@@ -273,12 +272,9 @@ def test_a_decision_commits_its_own_skill_only(team: tuple[Person, Person, Path]
     """A review decision is a commit of the skill decided (and the log); a run's candidates not synced yet wait
     for the next sync's own commit."""
     ann, _, remote = team
-    ann.library.mkdir(parents=True)
-    source = ROOT / "skills" / "_candidates" / "working-in-sympy"
-    shutil.copytree(source, ann.library / "_candidates" / "working-in-sympy")
+    with_candidate(ann)
     ann.sync("--remote", str(remote))
-    later = ann.library / "_candidates" / "working-in-flask"  # as a run writes it, after the sync
-    shutil.copytree(ROOT / "skills" / "_candidates" / "working-in-flask", later)
+    with_candidate(ann, "working-in-flask")  # as a run writes it, after the sync
     ann.run("review", "approve", "working-in-sympy")
     files = subprocess.run(["git", "-C", str(ann.library), "show", "--name-only", "--format=%s", "HEAD"],
                            capture_output=True, text=True, check=True).stdout.split()
